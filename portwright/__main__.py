@@ -1,0 +1,3 @@
+from portwright.cli import main
+
+main()

@@ -1,0 +1,13 @@
+"""The ``portwright`` command: the only place that prints or configures logging.
+
+Each module here registers the commands of one room on the shared app.
+Exit codes: 0 ok, 1 a check failed (gates, anchors, doctor), 2 bad input.
+"""
+
+from portwright.cli.app import app, main
+from portwright.cli import agents, core, evidence, parity, sandbox  # noqa: E402  (registers)
+
+for _module in (core, sandbox, parity, evidence, agents):
+    _module.register(app)
+
+__all__ = ["app", "main"]

@@ -1,0 +1,378 @@
+"""``portwright.toml``: the pydantic models of a downstream repo's configuration.
+
+Every component has one ``…Config`` model with ``extra="forbid"`` and a docstring
+under each field. ``load_config`` reads the file, applies ``PORTWRIGHT_*``
+environment overrides (``PORTWRIGHT_MODEL__NAME=gpt-4.1`` sets ``[model] name``;
+nested keys are joined with ``__``; values are parsed as TOML when they parse, as
+plain strings otherwise) and turns every validation error into a
+:class:`~portwright.errors.ConfigError` naming the file, line, key, what was
+expected and what was found.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from portwright.errors import ConfigError
+
+CONFIG_FILE = "portwright.toml"
+ENV_PREFIX = "PORTWRIGHT_"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class UpstreamConfig(_Model):
+    """Where the upstream project lives and how its paths map onto the port."""
+
+    source: str
+    """Local path (relative to the downstream repo) or git URL of the upstream repository."""
+    name: str = "upstream"
+    """Display name used in reports and pull requests."""
+    branch: str = "HEAD"
+    """The upstream revision that ``sync`` and ``gap`` scan towards by default."""
+    path_map: dict[str, str] = Field(default_factory=dict)
+    """Upstream path prefix → downstream path prefix, e.g. ``{"src/" = "lib/"}``."""
+    path_kinds: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "tests": ["test/**", "tests/**", "**/test_*.py", "**/*_test.*", "**/*.test.*",
+                      "**/*.spec.*", "**/fixtures/**"],
+            "docs": ["docs/**", "**/*.md", "**/*.rst", "**/*.txt"],
+            "build": [".github/**", "**/Makefile", "**/CMakeLists.txt", "**/*.toml",
+                      "**/*.cfg", "**/*.json", "**/*.yaml", "**/*.yml"],
+        }
+    )
+    """Glob patterns that classify an upstream path as tests, docs or build; the rest is source."""
+
+
+class PinStoreKind(StrEnum):
+    MARKDOWN = "markdown"
+    YAML = "yaml"
+    TOML = "toml"
+
+
+class PinConfig(_Model):
+    """Where the downstream repo records the upstream pin."""
+
+    store: PinStoreKind = PinStoreKind.MARKDOWN
+    """Kind of file holding the pin: ``markdown``, ``yaml`` or ``toml``."""
+    file: str = "upstream-sync.md"
+    """Path of that file, relative to the downstream repo."""
+    key: str = ""
+    """For yaml/toml: key path to the sha, e.g. ``[0].commit`` or ``upstream.commit``."""
+    pattern: str = (
+        r"(?im)^[ \t>*-]*\**\s*pin(?:ned)?(?:[ \t]+(?:upstream[ \t]+)?(?:commit|sha|revision))?"
+        r"\s*\**\s*:\s*\**\s*`?(?P<sha>[0-9a-f]{7,40})`?"
+    )
+    """For markdown: regular expression whose ``sha`` group is the pin."""
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern_has_sha(cls, value: str) -> str:
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        if "sha" not in compiled.groupindex:
+            raise ValueError("the pattern needs a named group (?P<sha>...)")
+        return value
+
+
+class ArtifactsConfig(_Model):
+    """Where the parity records live in the downstream repo."""
+
+    matrices: list[str] = Field(default_factory=lambda: ["docs/parity/*.md"])
+    """Glob patterns of coverage matrices (markdown tables)."""
+    ledger: str = "parity-ledger.md"
+    """The parity ledger: every introduced change against its upstream reference."""
+    inventory: str = "porting-inventory.md"
+    """The from-scratch inventory: code written without an upstream source."""
+    specs: str = "specs/"
+    """Folder of committed row specs."""
+    statuses: list[str] = Field(
+        default_factory=lambda: ["missing", "partial", "in-progress", "ported", "deferred",
+                                 "not-applicable"]
+    )
+    """Status vocabulary of the matrices, in order; unknown statuses are an error."""
+    done_statuses: list[str] = Field(default_factory=lambda: ["ported", "not-applicable"])
+    """Statuses that mean a row needs no more work."""
+
+
+class SandboxBackend(StrEnum):
+    AUTO = "auto"
+    DOCKER = "docker"
+    BWRAP = "bwrap"
+    LOCAL = "local"
+
+
+class SandboxConfig(_Model):
+    """Where builds and tests run, and the limits they run under."""
+
+    backend: SandboxBackend = SandboxBackend.AUTO
+    """``auto`` (Docker if the engine answers, else bubblewrap), ``docker``, ``bwrap`` or
+    ``local`` (a plain subprocess: no isolation, only when asked for by name)."""
+    image: str = "portwright/base:bookworm"
+    """Docker image the sandbox runs; built offline by ``portwright sandbox base-image``."""
+    dockerfile: str | None = None
+    """Optional Dockerfile in the downstream repo, built (and cached) instead of ``image``."""
+    setup: list[str] = Field(default_factory=list)
+    """Shell commands run once in a new sandbox before any gate (e.g. ``pip install -e .``)."""
+    memory: str = "2g"
+    """Memory limit (swap included), docker units: ``512m``, ``2g``."""
+    pids: int = Field(default=512, gt=0)
+    """Maximum number of processes inside the sandbox."""
+    cpus: float = Field(default=2.0, gt=0)
+    """CPU limit in cores."""
+    tmpfs_size: str = "256m"
+    """Size cap of the writable ``/tmp`` (counts against ``memory``)."""
+    network: bool = False
+    """Give the sandbox a network. Off by default; gates should not need it."""
+    timeout: float = Field(default=600.0, gt=0)
+    """Default timeout in seconds of one command."""
+    output_cap: int = Field(default=256 * 1024 * 1024, gt=0)
+    """Hard cap in bytes of one command's logged output; the command is killed beyond it."""
+    tail_bytes: int = Field(default=16 * 1024, gt=0)
+    """Bytes of head and tail of each stream kept in memory."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment passed into the sandbox. Nothing else from the host is passed."""
+
+
+class ModelBudget(_Model):
+    """Limits the framework enforces on model use. ``0`` means unlimited."""
+
+    tokens: int = Field(default=2_000_000, ge=0)
+    """Total prompt + completion tokens."""
+    cost_usd: float = Field(default=20.0, ge=0)
+    """Total cost in US dollars, from the price table."""
+    calls: int = Field(default=400, ge=0)
+    """Number of model calls, failed and unparseable ones included."""
+    wall_seconds: float = Field(default=3600.0, ge=0)
+    """Wall time spent in the agents."""
+
+
+class Price(_Model):
+    """Price of a model in US dollars per million tokens."""
+
+    prompt: float = Field(ge=0)
+    """Per million uncached prompt tokens."""
+    completion: float = Field(ge=0)
+    """Per million completion tokens."""
+    cached: float | None = Field(default=None, ge=0)
+    """Per million cached prompt tokens (defaults to the prompt price)."""
+
+
+class ModelConfig(_Model):
+    """The model endpoint the agents talk to (any OpenAI-compatible server)."""
+
+    provider: Literal["openai", "replay"] = "openai"
+    """``openai`` (any Chat Completions server) or ``replay`` (plays a recorded cassette)."""
+    name: str = "gpt-4.1"
+    """Model name sent to the server."""
+    base_url: str | None = None
+    """Server URL, e.g. ``http://localhost:8000/v1`` for vLLM; unset means OpenAI."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable that holds the API key (never the key itself)."""
+    timeout: float = Field(default=120.0, gt=0)
+    """Seconds before one request times out."""
+    max_retries: int = Field(default=3, ge=0)
+    """Retries on 429 / 5xx / connection errors, done by the SDK with backoff."""
+    cassette: str | None = None
+    """For ``replay``: path of the cassette (JSONL) to play."""
+    temperature: float | None = None
+    """Sampling temperature; unset leaves the server's default."""
+    budget: ModelBudget = Field(default_factory=ModelBudget)
+    """Per-run budget."""
+    role_budgets: dict[str, ModelBudget] = Field(default_factory=dict)
+    """Per-role budgets (``gap_verifier``, ``enumerator``, ``implementer``, ``reviewer``)."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Price table by model name."""
+    context_tokens: int = Field(default=60_000, gt=0)
+    """Ceiling on the context assembled for one role."""
+    max_steps: int = Field(default=40, gt=0)
+    """Maximum tool-calling steps of one agent turn."""
+
+
+class ApprovalsConfig(_Model):
+    """Where a run stops and waits for a person."""
+
+    after_spec: bool = False
+    """Wait for approval once the spec passes its checks."""
+    before_advance: bool = True
+    """Wait for approval before the pin moves."""
+    before_pr: bool = False
+    """Wait for approval before the pull request is opened."""
+
+
+class BoundsConfig(_Model):
+    """Upper bounds of every loop in the cycle; exhausting one ends the run ``blocked``."""
+
+    spec_attempts: int = Field(default=3, gt=0)
+    """Attempts at a spec that passes ``check_spec``."""
+    red_attempts: int = Field(default=3, gt=0)
+    """Attempts at ported tests that fail before the implementation."""
+    implement_attempts: int = Field(default=5, gt=0)
+    """Implementation attempts (focused green, full gate)."""
+    review_rounds: int = Field(default=2, gt=0)
+    """Review rounds that may request changes."""
+
+
+class PortwrightConfig(_Model):
+    """The whole of ``portwright.toml``."""
+
+    upstream: UpstreamConfig
+    """The upstream project."""
+    pin: PinConfig = Field(default_factory=PinConfig)
+    """Where the pin is recorded."""
+    artifacts: ArtifactsConfig = Field(default_factory=ArtifactsConfig)
+    """Where the parity records live."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """Sandbox backend and limits."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    """Model endpoint and budgets."""
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    """Human-in-the-loop policy."""
+    bounds: BoundsConfig = Field(default_factory=BoundsConfig)
+    """Loop bounds."""
+    state_dir: str = ".portwright"
+    """Folder (in the downstream repo, git-ignored) for state, runs and caches."""
+
+
+def load_config(
+    repo: Path, *, environ: Mapping[str, str] | None = None, file: Path | None = None
+) -> PortwrightConfig:
+    """Read ``portwright.toml`` from ``repo`` with environment overrides applied."""
+    path = file or repo / CONFIG_FILE
+    if not path.is_file():
+        raise ConfigError(
+            "no portwright.toml here",
+            file=path,
+            fix="run `portwright init` in the downstream repository, or pass --repo",
+        )
+    text = path.read_text(encoding="utf-8")
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None) or _line_from_message(str(exc))
+        raise ConfigError(
+            f"not valid TOML: {getattr(exc, 'msg', exc)}",
+            file=path,
+            line=line,
+            fix="fix the TOML syntax at that line (strings need quotes, tables [brackets])",
+        ) from exc
+    env_sources = _apply_env(data, os.environ if environ is None else environ)
+    try:
+        return PortwrightConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc, path, text, env_sources) from exc
+
+
+def _line_from_message(message: str) -> int | None:
+    match = re.search(r"line (\d+)", message)
+    return int(match.group(1)) if match else None
+
+
+def _apply_env(data: dict[str, Any], environ: Mapping[str, str]) -> dict[tuple[str, ...], str]:
+    """Overlay ``PORTWRIGHT_SECTION__KEY`` variables onto ``data``; return where each came from."""
+    sources: dict[tuple[str, ...], str] = {}
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX) or name in {"PORTWRIGHT_HOME"}:
+            continue
+        keys = tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__") if part)
+        if not keys or keys[0] not in PortwrightConfig.model_fields:
+            continue
+        target = data
+        for key in keys[:-1]:
+            nested = target.setdefault(key, {})
+            if not isinstance(nested, dict):
+                break
+            target = nested
+        else:
+            target[keys[-1]] = _parse_env_value(raw)
+            sources[keys] = name
+    return sources
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _config_error(
+    exc: ValidationError, path: Path, text: str, env_sources: dict[tuple[str, ...], str]
+) -> ConfigError:
+    first = exc.errors()[0]
+    loc = tuple(str(part) for part in first["loc"])
+    key = ".".join(loc)
+    found = first.get("input")
+    message = first["msg"]
+    if first["type"] == "missing":
+        message = f"required key is missing ({key})"
+    elif first["type"] == "extra_forbidden":
+        message = f"unknown key {loc[-1]!r}"
+    else:
+        message = f"{message}; found {found!r}"
+    more = len(exc.errors()) - 1
+    if more:
+        message += f" (and {more} more error{'s' if more > 1 else ''})"
+    env_name = next((env for keys, env in env_sources.items() if loc[: len(keys)] == keys), None)
+    if env_name is not None:
+        return ConfigError(message, file=f"environment variable {env_name}", key=key,
+                           fix=f"correct or unset {env_name}")
+    return ConfigError(message, file=path, line=locate_key(text, loc), key=key,
+                       fix=_fix_for(first["type"], loc))
+
+
+def _fix_for(kind: str, loc: tuple[str, ...]) -> str:
+    section = ".".join(loc[:-1])
+    if kind == "missing":
+        where = f"under [{section}]" if section else "at the top"
+        return f"add `{loc[-1]} = ...` {where} (see `portwright init` for an example)"
+    if kind == "extra_forbidden":
+        valid = _valid_keys(loc[:-1])
+        return f"remove or rename it; valid keys here: {', '.join(valid)}"
+    return f"set `{loc[-1]}` to a valid value (the expected type is in the message)"
+
+
+def _valid_keys(section: tuple[str, ...]) -> list[str]:
+    model: type[BaseModel] = PortwrightConfig
+    for part in section:
+        field = model.model_fields.get(part)
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return sorted(model.model_fields)
+
+
+def locate_key(text: str, loc: tuple[str, ...]) -> int | None:
+    """Best line for ``loc`` in TOML ``text``: the key's own line, else its table header."""
+    lines = text.splitlines()
+    header_re = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+")
+    key_re = re.compile(r"^\s*\"?([A-Za-z0-9_.-]+)\"?\s*=")
+    for depth in range(len(loc), 0, -1):
+        table, key = loc[: depth - 1], loc[depth - 1]
+        current: tuple[str, ...] = ()
+        for number, line in enumerate(lines, start=1):
+            header = header_re.match(line)
+            if header:
+                current = tuple(p.strip().strip('"') for p in header.group(1).split("."))
+                if current == loc[:depth]:
+                    return number
+                continue
+            match = key_re.match(line)
+            if match:
+                dotted = tuple(match.group(1).split("."))
+                if current + dotted[:-1] == table and dotted[-1] == key:
+                    return number
+    return None

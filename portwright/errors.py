@@ -1,0 +1,134 @@
+"""The exceptions portwright raises, and what each one means for the caller.
+
+::
+
+    PortwrightError
+    ├── UsageError                 bad input from a person: names the file, line/key and fix
+    │   ├── ConfigError            portwright.toml (or a PORTWRIGHT_* variable)
+    │   ├── RulesError             AGENTS.md and its gates block
+    │   ├── ParityFileError        a matrix, ledger, inventory, spec or pin store
+    │   ├── RevisionError          an upstream/downstream revision that does not resolve
+    │   └── RepositoryError        not a git repository, dirty tree, missing checkout
+    ├── ToolError                  a tool call the agent loop answers back to the model
+    │   └── ConfinementError       a path that leaves the worktree / a write to upstream
+    └── RunFailure                 a run cannot go on; it ends ``blocked`` with this reason
+        ├── BudgetExhausted        tokens, cost, calls or wall time ran out
+        ├── GateFailed             a gate did not pass
+        ├── ModelError             the model endpoint failed after its retries
+        └── SandboxError           the sandbox could not do what was asked
+            ├── EngineUnavailable  no Docker engine / no bubblewrap: how to start one
+            ├── ImageMissing       the sandbox image does not exist: how to build it
+            └── SandboxDied        the container went away under a command
+
+Exceptions are plain data: they format themselves and have no side effects.
+Raise them ``from`` their cause.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PortwrightError(Exception):
+    """Base of every error portwright raises on purpose."""
+
+
+class UsageError(PortwrightError):
+    """Bad input from a person. The message names where, what, and how to fix it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: Path | str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.key = key
+        self.fix = fix
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = self.file if self.line is None else f"{self.file}:{self.line}"
+        head = f"{where}: " if where else ""
+        key = f"[{self.key}] " if self.key else ""
+        tail = f"\n  fix: {self.fix}" if self.fix else ""
+        return f"{head}{key}{self.message}{tail}"
+
+
+class ConfigError(UsageError):
+    """portwright.toml or a PORTWRIGHT_* environment variable is wrong."""
+
+
+class RulesError(UsageError):
+    """AGENTS.md (or its gates block) is wrong."""
+
+
+class ParityFileError(UsageError):
+    """A coverage matrix, ledger, inventory, spec or pin store is malformed."""
+
+
+class RevisionError(UsageError):
+    """A revision (sha, branch, tag) does not resolve in its repository."""
+
+
+class RepositoryError(UsageError):
+    """A repository is missing, not a git repository, or not in the state required."""
+
+
+class ToolError(PortwrightError):
+    """A tool call failed in a way the model can correct; answered back to it."""
+
+
+class ConfinementError(ToolError):
+    """A path leaves the run's worktree, or a write targets the read-only upstream."""
+
+
+class RunFailure(PortwrightError):
+    """A run cannot go on. It ends ``blocked`` with this reason and its evidence."""
+
+
+class BudgetExhausted(RunFailure):
+    """A token, cost, call or wall-time budget ran out."""
+
+    def __init__(self, budget: str, used: float, limit: float, scope: str = "run") -> None:
+        self.budget = budget
+        self.used = used
+        self.limit = limit
+        self.scope = scope
+        super().__init__(f"budget exhausted: {scope} {budget} used {used:g} of {limit:g}")
+
+
+class GateFailed(RunFailure):
+    """A gate did not pass."""
+
+
+class ModelError(RunFailure):
+    """The model endpoint failed after its retries, or answered something unusable."""
+
+
+class SandboxError(RunFailure):
+    """The sandbox could not do what was asked."""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(message if fix is None else f"{message}\n  fix: {fix}")
+
+
+class EngineUnavailable(SandboxError):
+    """No Docker engine answers (or bubblewrap is missing)."""
+
+
+class ImageMissing(SandboxError):
+    """The sandbox image does not exist locally."""
+
+
+class SandboxDied(SandboxError):
+    """The sandbox container stopped or vanished while in use."""

@@ -1,0 +1,42 @@
+"""Path globs with ``**``, matched against posix paths relative to a repo root."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1024)
+def _compile(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def match(path: str, pattern: str) -> bool:
+    """``src/a/b.py`` matches ``src/**``, ``**/*.py``, ``src/*/b.py``; a trailing ``/`` matches
+    everything below that folder."""
+    if pattern.endswith("/"):
+        pattern += "**"
+    return _compile(pattern).match(path) is not None
+
+
+def match_any(path: str, patterns: Iterable[str]) -> bool:
+    return any(match(path, p) for p in patterns)

@@ -1,0 +1,1 @@
+"""git: repositories, revisions, worktrees and commits with trailers (gitpython)."""

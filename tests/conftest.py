@@ -1,0 +1,97 @@
+"""Fixtures shared by every room's tests: real git repos in tmp_path, engine probes,
+and a guard that refuses any real model request."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.invalid",
+    "GIT_COMMITTER_NAME": "Test Author",
+    "GIT_COMMITTER_EMAIL": "author@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+class GitRepo:
+    """A real git repository in tmp_path with helpers to write files and commit."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+        self.git("config", "user.name", "Test Author")
+        self.git("config", "user.email", "author@example.invalid")
+        self.git("config", "commit.gpgsign", "false")
+
+    def git(self, *args: str) -> str:
+        env = {**os.environ, **GIT_ENV}
+        done = subprocess.run(["git", *args], cwd=self.path, env=env, check=True,
+                              capture_output=True, text=True)
+        return done.stdout.strip()
+
+    def write(self, rel: str, text: str) -> Path:
+        path = self.path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def commit(self, message: str, files: dict[str, str] | None = None,
+               remove: list[str] | None = None) -> str:
+        for rel, text in (files or {}).items():
+            self.write(rel, text)
+        for rel in remove or []:
+            self.git("rm", "-q", rel)
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD")
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Iterator[type[GitRepo] | object]:
+    """``make_repo("name")`` → a fresh :class:`GitRepo` under tmp_path."""
+
+    def factory(name: str = "repo") -> GitRepo:
+        return GitRepo(tmp_path / name)
+
+    yield factory
+
+
+@pytest.fixture(autouse=True)
+def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach a model: drop real keys and point the SDK at nowhere."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PORTWRIGHT_REFUSE_REAL_MODELS", "1")
+
+
+def docker_engine_running() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        client.ping()
+        client.close()
+        return True
+    except Exception:
+        return False
+
+
+def bwrap_works() -> bool:
+    if shutil.which("bwrap") is None:
+        return False
+    done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "true"],
+                          capture_output=True)
+    return done.returncode == 0
