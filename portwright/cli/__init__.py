@@ -5,9 +5,9 @@ Exit codes: 0 ok, 1 a check failed (gates, anchors, doctor), 2 bad input.
 """
 
 from portwright.cli.app import app, main
-from portwright.cli import agents, core, evidence, parity, sandbox  # noqa: E402  (registers)
+from portwright.cli import agents, core, evidence, gates, parity, sandbox
 
-for _module in (core, sandbox, parity, evidence, agents):
+for _module in (core, sandbox, parity, gates, evidence, agents):
     _module.register(app)
 
 __all__ = ["app", "main"]
