@@ -1,0 +1,142 @@
+"""Choosing a backend: Docker when the engine answers, else bubblewrap, else refuse."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from portwright.config import SandboxBackend, SandboxConfig
+from portwright.errors import EngineUnavailable
+from portwright.sandboxes.base import Sandbox
+
+logger = logging.getLogger(__name__)
+
+DOCKER_FIX = (
+    "start the Docker engine (`dockerd >/var/log/dockerd.log 2>&1 &`, or "
+    "`systemctl start docker`; install it with `apt-get install docker.io`), or install "
+    "bubblewrap (`apt-get install bubblewrap`), or set `backend = \"local\"` under [sandbox] "
+    "in portwright.toml to run without isolation"
+)
+
+
+class Selection(BaseModel):
+    """Which backend :func:`open_sandbox` would pick, and why."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    backend: SandboxBackend | None
+    """The backend chosen; None when none is usable."""
+    configured: SandboxBackend
+    """``[sandbox] backend`` from the configuration."""
+    docker: str
+    """What the Docker probe found (``ok`` or the reason it failed)."""
+    bwrap: str
+    """What the bubblewrap probe found (``ok`` or the reason it failed)."""
+    reason: str
+    """One sentence: why this backend."""
+
+
+def docker_status(timeout: float = 3.0) -> str:
+    """``ok`` when a Docker engine answers a ping, else why not."""
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError as exc:  # pragma: no cover - docker is a dependency
+        return f"docker SDK not importable: {exc}"
+    try:
+        client = docker.from_env(timeout=max(1, round(timeout)))
+    except DockerException as exc:
+        return f"no engine: {exc}"
+    try:
+        client.ping()
+    except Exception as exc:  # the SDK raises requests' and its own errors alike
+        return f"engine does not answer: {exc}"
+    finally:
+        client.close()
+    return "ok"
+
+
+def bwrap_status() -> str:
+    """``ok`` when bubblewrap can create its namespaces here, else why not."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return "bwrap not installed"
+    try:
+        done = subprocess.run(
+            [path, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all", "true"],
+            capture_output=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap does not run: {exc}"
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
+        return f"bwrap cannot create namespaces: {message}"
+    return "ok"
+
+
+def select_backend(config: SandboxConfig, *, allow_local: bool = False) -> Selection:
+    """Decide the backend for ``config`` without starting anything."""
+    configured = config.backend
+    if configured == SandboxBackend.LOCAL:
+        return Selection(backend=SandboxBackend.LOCAL, configured=configured, docker="not probed",
+                         bwrap="not probed", reason="configured: backend = \"local\"")
+    docker = docker_status() if configured in (SandboxBackend.AUTO, SandboxBackend.DOCKER) \
+        else "not probed"
+    bwrap = bwrap_status() if configured in (SandboxBackend.AUTO, SandboxBackend.BWRAP) or \
+        docker != "ok" else "not probed"
+    chosen: SandboxBackend | None = None
+    if configured == SandboxBackend.DOCKER:
+        chosen = SandboxBackend.DOCKER if docker == "ok" else None
+        reason = "configured: backend = \"docker\"" + ("" if chosen else f"; {docker}")
+    elif configured == SandboxBackend.BWRAP:
+        chosen = SandboxBackend.BWRAP if bwrap == "ok" else None
+        reason = "configured: backend = \"bwrap\"" + ("" if chosen else f"; {bwrap}")
+    elif docker == "ok":
+        chosen, reason = SandboxBackend.DOCKER, "auto: the Docker engine answers"
+    elif bwrap == "ok":
+        chosen, reason = SandboxBackend.BWRAP, f"auto: {docker}; bubblewrap works"
+    elif allow_local:
+        chosen = SandboxBackend.LOCAL
+        reason = f"auto: {docker}; {bwrap}; a plain subprocess was allowed explicitly"
+    else:
+        reason = f"auto: {docker}; {bwrap}"
+    return Selection(backend=chosen, configured=configured, docker=docker, bwrap=bwrap,
+                     reason=reason)
+
+
+def open_sandbox(
+    config: SandboxConfig,
+    *,
+    worktree: Path,
+    run_id: str,
+    log_dir: Path,
+    upstream: Path | None = None,
+    allow_local: bool = False,
+) -> Sandbox:
+    """The sandbox ``config`` asks for, not yet started: use it as a context manager.
+
+    ``auto`` picks Docker when the engine answers, else bubblewrap; a plain subprocess
+    only when configured (``backend = "local"``) or when ``allow_local`` says so.
+    Raises :class:`EngineUnavailable` with the fix when nothing usable is there.
+    """
+    selection = select_backend(config, allow_local=allow_local)
+    logger.info("sandbox backend: %s (%s)", selection.backend, selection.reason)
+    if selection.backend is None:
+        raise EngineUnavailable(f"no sandbox backend is usable ({selection.reason})",
+                                fix=DOCKER_FIX)
+    if selection.backend == SandboxBackend.DOCKER:
+        from portwright.sandboxes.docker import DockerSandbox
+
+        return DockerSandbox(worktree, config=config, run_id=run_id, log_dir=log_dir,
+                             upstream=upstream)
+    if selection.backend == SandboxBackend.BWRAP:
+        from portwright.sandboxes.bwrap import BwrapSandbox
+
+        return BwrapSandbox(worktree, config=config, log_dir=log_dir, upstream=upstream)
+    from portwright.sandboxes.local import LocalSandbox
+
+    return LocalSandbox(worktree, log_dir=log_dir, config=config)
