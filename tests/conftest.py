@@ -64,7 +64,7 @@ def make_repo(tmp_path: Path) -> Iterator[type[GitRepo] | object]:
     def factory(name: str = "repo") -> GitRepo:
         return GitRepo(tmp_path / name)
 
-    yield factory
+    return factory
 
 
 @pytest.fixture(autouse=True)

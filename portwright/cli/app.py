@@ -33,7 +33,7 @@ def _version(value: bool) -> None:
 def _root(
     repo: Annotated[
         Path, typer.Option("--repo", "-C", help="The downstream repository (default: here).")
-    ] = Path("."),
+    ] = Path(),
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More logs.")] = 0,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print version.")
@@ -48,7 +48,7 @@ def _root(
 def main() -> None:
     """Console-script entry point: turns portwright's errors into messages and exit codes."""
     try:
-        app(standalone_mode=False)
+        app()
     except UsageError as exc:
         err_console.print(f"[bold red]error:[/] {exc.render()}", highlight=False)
         sys.exit(2)
@@ -58,15 +58,3 @@ def main() -> None:
     except PortwrightError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(1)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors surface here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise

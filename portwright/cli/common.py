@@ -18,7 +18,7 @@ err_console = Console(stderr=True, highlight=False)
 
 @dataclass
 class _State:
-    repo: Path = field(default_factory=lambda: Path(".").resolve())
+    repo: Path = field(default_factory=lambda: Path().resolve())
 
 
 STATE = _State()

@@ -2,8 +2,109 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Annotated
+
 import typer
+from rich.table import Table
+
+from portwright.cli.common import console, emit_json, repo_path
+from portwright.doctor import diagnose
+from portwright.errors import RulesError
+from portwright.rules import load_rules
+from portwright.scaffold import scaffold
+
+rules_app = typer.Typer(help="Read and check the AGENTS.md rules and gates.",
+                        no_args_is_help=True)
+
+_MARK = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[red]fail[/]",
+         "created": "[green]created[/]", "appended": "[cyan]appended[/]", "kept": "[dim]kept[/]"}
 
 
 def register(app: typer.Typer) -> None:
     """Add the foundation's commands to ``app``."""
+    app.command()(init)
+    app.command()(doctor)
+    app.add_typer(rules_app, name="rules")
+
+
+def init(
+    upstream: Annotated[str, typer.Option(
+        help="Upstream project: a path relative to this repository, or a git URL.")],
+    pin: Annotated[str | None, typer.Option(
+        help="Upstream revision the port matches today (default: upstream HEAD).")] = None,
+    name: Annotated[str | None, typer.Option(help="Display name of the upstream.")] = None,
+    test_command: Annotated[str, typer.Option(
+        help="Command of the first gate.")] = "python3 -m pytest -q",
+) -> None:
+    """Scaffold portwright.toml, an AGENTS.md gates section and empty parity files.
+
+    Nothing that exists is overwritten.
+    """
+    repo = repo_path()
+    done = scaffold(repo, upstream=upstream, pin=pin, name=name, test_command=test_command)
+    for item in done:
+        why = f"  [dim]{item.why}[/]" if item.why else ""
+        console.print(f"{_MARK[item.action]:>22}  {item.path}{why}")
+    console.print("\nnext: [bold]portwright rules check[/], then [bold]portwright doctor[/]")
+
+
+def doctor(
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Check git, config, rules, upstream, pin, sandbox and model; each with its fix."""
+    checks = diagnose(repo_path())
+    failed = any(c.status == "fail" for c in checks)
+    if json:
+        emit_json({"ok": not failed, "checks": [asdict(c) for c in checks]})
+    else:
+        for check in checks:
+            console.print(f"{_MARK[check.status]:>18}  [bold]{check.name:<9}[/] {check.detail}",
+                          soft_wrap=True)
+            if check.fix and check.status != "ok":
+                console.print(f"{'':>6}{'':<9}  [dim]fix: {check.fix}[/]", soft_wrap=True)
+    if failed:
+        raise typer.Exit(1)
+
+
+@rules_app.command("check")
+def rules_check(
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Parse every AGENTS.md, validate the gates block and print the gates.
+
+    Gates syntax: one fenced block per AGENTS.md whose info string is
+    `toml portwright`, holding `[[gate]]` tables with `name`, `run` (a command) or
+    `check` (built-in: anchors, spec-complete, reconciled, red-green,
+    no-test-weakening, seams, additive, runtime-config), `phases` (spec, red,
+    focused, full, reconcile, pin), `timeout`, `paths`, `junit`, `options`.
+    Also `additive = [globs]`, `[[seam]]`, `[[runtime]]` and `[spec]`.
+    """
+    try:
+        rules = load_rules(repo_path())
+    except RulesError as exc:
+        if json:
+            emit_json({"ok": False, "error": {"file": exc.file, "line": exc.line,
+                                              "key": exc.key, "message": exc.message,
+                                              "fix": exc.fix}})
+            raise typer.Exit(1) from exc
+        raise
+    gates = rules.gates()
+    if json:
+        emit_json({"ok": True, "files": [{"path": f.path, "sha256": f.sha256}
+                                         for f in rules.files],
+                   "gates": [{"name": g.name, **g.spec.model_dump(mode="json"),
+                              "source": g.source} for g in gates]})
+        return
+    table = Table(title="gates", title_justify="left")
+    for column in ("name", "kind", "phases", "timeout", "paths", "from"):
+        table.add_column(column)
+    for gate in gates:
+        kind = f"check {gate.spec.check}" if gate.spec.check else f"run {gate.spec.run}"
+        table.add_row(gate.name, kind, ", ".join(gate.spec.phases), f"{gate.spec.timeout:g}s",
+                      ", ".join(gate.spec.paths) or "all", gate.source)
+    console.print(table)
+    for rules_file in rules.files:
+        console.print(f"[dim]{rules_file.path}  sha256 {rules_file.sha256[:16]}…[/]")
+    if not gates:
+        console.print("[yellow]no gates declared[/]: add a ```toml portwright block")

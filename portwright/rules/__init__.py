@@ -3,8 +3,8 @@
 from portwright.rules.loader import RULES_NAME, load_rules, parse_rules_file
 from portwright.rules.models import (
     BuiltinCheck,
-    GateSpec,
     GatesBlock,
+    GateSpec,
     Phase,
     ResolvedGate,
     Rules,

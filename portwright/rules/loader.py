@@ -164,6 +164,9 @@ def _rules_error(exc: ValidationError, content: str, path: Path, fence_line: int
         fix = f"use one of: {', '.join(c.value for c in BuiltinCheck)}"
     elif kind == "missing":
         fix = f"add `{loc[-1]} = ...` to this entry"
+    elif kind == "extra_forbidden" and loc[-1] in GatesBlock.model_fields:
+        fix = (f"move `{loc[-1]}` above the first [[{loc[0]}]] table: in TOML, keys after a "
+               f"[[{loc[0]}]] header belong to that entry")
     elif kind == "extra_forbidden":
         fix = "remove or rename the key (see the gates syntax in `portwright rules check --help`)"
     else:

@@ -28,7 +28,7 @@ def resolve(repo: git.Repo, rev: str) -> str:
     except git.GitCommandError as exc:
         raise RevisionError(
             f"revision {rev!r} does not name a commit",
-            file=repo.working_dir,
+            file=str(repo.working_dir),
             fix="fetch it (`git fetch`), or pass a sha/branch/tag that exists here",
         ) from exc
 
