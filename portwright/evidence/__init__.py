@@ -1,0 +1,1 @@
+"""Deterministic engines that establish facts from git and from commands."""

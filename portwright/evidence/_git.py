@@ -1,0 +1,122 @@
+"""Plain ``git`` subprocess calls returning bytes: the fast path for the evidence engines."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from portwright.errors import RepositoryError, RevisionError
+
+logger = logging.getLogger(__name__)
+
+_ENV_OVERRIDES = {"GIT_PAGER": "cat", "LC_ALL": "C"}
+
+
+def git(repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
+    """Run ``git -C repo args…`` and return its stdout; errors become RepositoryError."""
+    env = {**os.environ, **_ENV_OVERRIDES}
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env=env,
+                              check=False)
+    except OSError as exc:
+        raise RepositoryError("git could not be run", file=repo,
+                              fix="install git and put it on PATH") from exc
+    if done.returncode not in ok_codes:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise RepositoryError(f"git {args[0]} failed: {message}", file=repo,
+                              fix="check that the path is a git checkout and the revision exists")
+    return done.stdout
+
+
+def git_lines(repo: Path, *args: str) -> Iterator[bytes]:
+    """Stream the stdout lines of a long git command (``log -p`` over a whole history)."""
+    env = {**os.environ, **_ENV_OVERRIDES}
+    with subprocess.Popen(["git", "-C", str(repo), *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env) as proc:
+        assert proc.stdout is not None
+        yield from proc.stdout
+        err = proc.stderr.read() if proc.stderr is not None else b""
+        code = proc.wait()
+    if code != 0:
+        raise RepositoryError(f"git {args[0]} failed: {err.decode('utf-8', 'replace').strip()}",
+                              file=repo, fix="check that the path is a git checkout")
+
+
+def check_repo(repo: Path, what: str = "repository") -> Path:
+    """``repo`` resolved, after checking it is the top of a git work tree (or a bare repo)."""
+    if not repo.exists():
+        raise RepositoryError(f"{what} does not exist", file=repo,
+                              fix="check the path (upstream.source in portwright.toml?)")
+    try:
+        git(repo, "rev-parse", "--git-dir")
+    except RepositoryError as exc:
+        raise RepositoryError(f"{what} is not a git repository", file=repo,
+                              fix=f"run `git init` in {repo} or point at a git checkout") from exc
+    return repo.resolve()
+
+
+def rev_parse(repo: Path, rev: str) -> str:
+    """The full commit sha ``rev`` names in ``repo``, or a RevisionError that says so."""
+    try:
+        out = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except RepositoryError as exc:
+        raise RevisionError(f"revision {rev!r} does not name a commit", file=repo,
+                            fix="fetch it, or pass a sha/branch/tag that exists here") from exc
+    return out.decode().strip()
+
+
+def is_ancestor(repo: Path, older: str, newer: str) -> bool:
+    """True when ``older`` is an ancestor of (or equal to) ``newer``."""
+    done = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", older, newer],
+                          capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def show(repo: Path, rev: str, path: str) -> bytes | None:
+    """Bytes of ``path`` at ``rev``; None when absent."""
+    try:
+        return git(repo, "show", f"{rev}:{path}")
+    except RepositoryError:
+        return None
+
+
+def ls_tree(repo: Path, rev: str) -> list[tuple[str, str]]:
+    """``(blob sha, path)`` of every file in the tree of ``rev``."""
+    out = git(repo, "ls-tree", "-r", "-z", "--full-tree", rev)
+    rows: list[tuple[str, str]] = []
+    for entry in out.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.partition(b"\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == b"blob":
+            rows.append((parts[2].decode(), path.decode("utf-8", "surrogateescape")))
+    return rows
+
+
+def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
+    """Contents of many blobs in one ``git cat-file --batch`` call."""
+    if not shas:
+        return {}
+    done = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"],
+                          input=b"".join(s.encode() + b"\n" for s in shas),
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        raise RepositoryError("git cat-file failed", file=repo,
+                              fix="check the repository is not corrupt (`git fsck`)")
+    out = done.stdout
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for sha in shas:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) < 3 or header[1] == b"missing":
+            continue
+        size = int(header[2])
+        blobs[sha] = out[pos:pos + size]
+        pos += size + 1
+    return blobs
