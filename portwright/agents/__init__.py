@@ -1,0 +1,1 @@
+"""The model layer and the agent roles: clients, budgets, tools, the loop, transcripts."""

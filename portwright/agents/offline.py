@@ -1,0 +1,179 @@
+"""Models that need no endpoint: a scripted model for tests, a cassette recorder and player.
+
+A cassette is a JSONL file, one line per model call in order::
+
+    {"request_digest": "...", "request": {...}, "completion": {...}}
+    {"request_digest": "...", "request": {...}, "error": "..."}
+
+:class:`RecordingClient` wraps a real client and writes one; :class:`ReplayModel` plays it
+back and fails loudly (:class:`CassetteMismatch`) when the run asks something the cassette
+does not hold: a different request, or more calls than were recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from portwright.agents.llm import (
+    Completion,
+    CompletionRequest,
+    LLMClient,
+    Message,
+    ToolCall,
+    Usage,
+    estimate_tokens,
+)
+from portwright.errors import ModelError
+
+logger = logging.getLogger(__name__)
+
+
+class CassetteMismatch(ModelError):
+    """The run asked the replay model something its cassette does not hold."""
+
+
+Script = Callable[[CompletionRequest], Message | str]
+"""A scripted model: the next assistant message (or plain text) for a request."""
+
+
+class ScriptedModel:
+    """A model that is a function of the request: for unit tests and examples.
+
+    Usage is estimated from characters, so budgets and cost work as with a real model.
+    """
+
+    def __init__(self, script: Script, *, model: str = "scripted") -> None:
+        self.model = model
+        self._script = script
+        self.requests: list[CompletionRequest] = []
+
+    @classmethod
+    def from_replies(cls, replies: Sequence[Message | str], *, model: str = "scripted"
+                     ) -> ScriptedModel:
+        """A model that answers ``replies`` in order, and fails when asked once more."""
+        queue = list(replies)
+
+        def script(request: CompletionRequest) -> Message | str:
+            if not queue:
+                raise ModelError(f"scripted model has no reply left for call "
+                                 f"{len(request.messages)} messages in")
+            return queue.pop(0)
+
+        return cls(script, model=model)
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        self.requests.append(request)
+        reply = self._script(request)
+        message = reply if isinstance(reply, Message) else Message(role="assistant",
+                                                                   content=reply)
+        prompt = sum(estimate_tokens(m.model_dump_json()) for m in request.messages)
+        prompt += sum(estimate_tokens(t.model_dump_json()) for t in request.tools)
+        completion = estimate_tokens(message.model_dump_json())
+        return Completion(message=message, model=self.model,
+                          usage=Usage(prompt_tokens=prompt, completion_tokens=completion),
+                          finish_reason="tool_calls" if message.tool_calls else "stop")
+
+
+def call(name: str, arguments: dict[str, Any] | str, *, id: str | None = None,
+         content: str | None = None) -> Message:
+    """An assistant message calling one tool (``arguments`` as a dict, or raw text)."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return Message(role="assistant", content=content,
+                   tool_calls=[ToolCall(id=id or f"call_{name}", name=name, arguments=raw)])
+
+
+class RecordingClient:
+    """Wraps a client and appends every exchange (errors too) to a cassette."""
+
+    def __init__(self, inner: LLMClient, path: Path) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("", encoding="utf-8")
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        entry: dict[str, Any] = {"request_digest": request.digest(),
+                                 "request": request.model_dump(mode="json", by_alias=True)}
+        try:
+            completion = self.inner.complete(request)
+        except ModelError as exc:
+            entry["error"] = str(exc)
+            self._append(entry)
+            raise
+        entry["completion"] = completion.model_dump(mode="json")
+        self._append(entry)
+        return completion
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, sort_keys=True) + "\n")
+
+
+class ReplayModel:
+    """Plays a cassette: the n-th call must be the n-th recorded request."""
+
+    def __init__(self, path: Path, *, model: str | None = None) -> None:
+        self.path = path
+        self.entries = load_cassette(path)
+        recorded = next((e["completion"]["model"] for e in self.entries if "completion" in e),
+                        None)
+        self.model = model or recorded or "replay"
+        self.position = 0
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        index = self.position
+        if index >= len(self.entries):
+            raise CassetteMismatch(
+                f"{self.path}: the run made call {index + 1} but the cassette holds only "
+                f"{len(self.entries)}; record it again with --record"
+            )
+        entry = self.entries[index]
+        if entry["request_digest"] != request.digest():
+            raise CassetteMismatch(
+                f"{self.path}:{index + 1}: call {index + 1} differs from the recorded request "
+                f"({_difference(entry['request'], request)}); record it again with --record"
+            )
+        self.position += 1
+        if "error" in entry:
+            raise ModelError(f"replayed model error: {entry['error']}")
+        return Completion.model_validate(entry["completion"])
+
+    @property
+    def exhausted(self) -> bool:
+        return self.position >= len(self.entries)
+
+
+def load_cassette(path: Path) -> list[dict[str, Any]]:
+    """Entries of a cassette file, checked line by line."""
+    if not path.is_file():
+        raise CassetteMismatch(f"{path}: no such cassette; record one with --record {path}")
+    entries: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CassetteMismatch(f"{path}:{number}: not JSON ({exc.msg})") from exc
+        if (not isinstance(entry, dict) or "request_digest" not in entry
+                or ("completion" not in entry and "error" not in entry)):
+            raise CassetteMismatch(f"{path}:{number}: not a cassette entry "
+                                   "(needs request_digest and completion or error)")
+        entries.append(entry)
+    return entries
+
+
+def _difference(recorded: dict[str, Any], request: CompletionRequest) -> str:
+    asked = request.model_dump(mode="json", by_alias=True)
+    old, new = recorded.get("messages", []), asked["messages"]
+    for i, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b:
+            return f"message {i} ({b.get('role')}) changed"
+    if len(old) != len(new):
+        return f"{len(new)} messages asked, {len(old)} recorded"
+    return "tools or response format changed"

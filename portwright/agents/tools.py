@@ -1,0 +1,487 @@
+"""The tools agents call: typed functions whose pydantic argument models are their JSON schema.
+
+Every path goes through :class:`Workspace`, which confines the agent: the run's
+downstream worktree read-write, the upstream repository read-only and only at the pin
+(read through git, never through its working tree). Absolute paths, ``..`` and symlinks
+that leave the worktree, writes into ``.git`` or into the upstream checkout are refused
+with a :class:`~portwright.errors.ConfinementError`, which the agent loop answers back to
+the model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import git
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from portwright.agents.llm import ToolSpec
+from portwright.errors import ConfinementError, PortwrightError, ToolError
+from portwright.sandboxes.base import Sandbox
+from portwright.vcs.git import open_repo
+
+logger = logging.getLogger(__name__)
+
+Side = Literal["downstream", "upstream"]
+
+
+@dataclass
+class Workspace:
+    """What the tools of one run may touch."""
+
+    worktree: Path
+    """The run's downstream worktree (read-write)."""
+    upstream: Path | None = None
+    """The upstream checkout (read-only; read through git at ``pin``)."""
+    pin: str | None = None
+    """The upstream revision every upstream read is made at."""
+    sandbox: Sandbox | None = None
+    """Where ``run_command`` runs; None when the role may not run commands."""
+    output_chars: int = 12_000
+    """Most characters of one tool answer; the rest is cut with a note."""
+    command_timeout: float = 300.0
+    """Upper bound of one command's timeout, in seconds."""
+    evidence: EvidenceSources | None = None
+    """The deterministic evidence engines the evidence tools call."""
+    _repos: dict[Path, git.Repo] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.worktree = self.worktree.resolve()
+        if self.upstream is not None:
+            self.upstream = self.upstream.resolve()
+
+    # -- confinement -------------------------------------------------------------------
+
+    def downstream_path(self, rel: str, *, write: bool = False) -> Path:
+        """The real path of ``rel`` inside the worktree, or a :class:`ConfinementError`."""
+        path = _relative(rel, "worktree")
+        resolved = (self.worktree / path).resolve()
+        if not resolved.is_relative_to(self.worktree):
+            raise ConfinementError(
+                f"{rel!r} leaves the worktree (it resolves outside it, through `..` or a "
+                "symlink); use a path inside the worktree"
+            )
+        inside = resolved.relative_to(self.worktree)
+        if ".git" in inside.parts:
+            raise ConfinementError(f"{rel!r} is inside .git; git state is the framework's")
+        if write and self.upstream is not None and resolved.is_relative_to(self.upstream):
+            raise ConfinementError(
+                f"{rel!r} is in the upstream checkout, which is read-only; write the "
+                "downstream file instead"
+            )
+        return resolved
+
+    def upstream_path(self, rel: str) -> str:
+        """``rel`` as a path inside the upstream tree at the pin (never leaving it)."""
+        if self.upstream is None or self.pin is None:
+            raise ToolError("this run has no upstream checkout and pin")
+        path = _relative(rel, "upstream tree")
+        normal = posixpath.normpath(str(path))
+        if normal == ".." or normal.startswith("../"):
+            raise ConfinementError(f"{rel!r} leaves the upstream tree; use a path inside it")
+        return "" if normal == "." else normal
+
+    def repo(self, side: Side) -> git.Repo:
+        root = self.worktree if side == "downstream" else self.upstream
+        if root is None:
+            raise ToolError("this run has no upstream checkout")
+        if root not in self._repos:
+            try:
+                self._repos[root] = open_repo(root, what=f"{side} repository")
+            except PortwrightError as exc:
+                raise ToolError(str(exc)) from exc
+        return self._repos[root]
+
+    def rev(self, side: Side) -> str:
+        if side == "downstream":
+            return "HEAD"
+        if self.pin is None:
+            raise ToolError("this run has no upstream pin")
+        return self.pin
+
+    def cap(self, text: str, hint: str = "narrow the range") -> str:
+        if len(text) <= self.output_chars:
+            return text
+        cut = len(text) - self.output_chars
+        return f"{text[: self.output_chars]}\n[… {cut} more characters cut; {hint}]"
+
+
+def _relative(rel: str, where: str) -> PurePosixPath:
+    if not rel.strip():
+        rel = "."
+    if rel.startswith(("/", "~", "\\")) or (len(rel) > 1 and rel[1] == ":"):
+        raise ConfinementError(
+            f"{rel!r} is an absolute path; give a path relative to the {where}"
+        )
+    if "\0" in rel:
+        raise ConfinementError("a path cannot hold a NUL byte")
+    return PurePosixPath(rel)
+
+
+class InvalidToolCall(ToolError):
+    """A call the model got wrong in form: unknown tool, invalid JSON, arguments off schema."""
+
+
+class EvidenceSources:
+    """The evidence engines, as callables (so roles receive them instead of building them)."""
+
+    def __init__(
+        self,
+        gap: Callable[[list[str]], str] | None = None,
+        surface: Callable[[str], str] | None = None,
+    ) -> None:
+        self.gap = gap
+        self.surface = surface
+
+
+# -- argument models ---------------------------------------------------------------------
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ReadFileArgs(_Args):
+    path: str
+    """Path relative to the downstream worktree."""
+    start_line: int = Field(default=1, ge=1)
+    """First line to show (1-based)."""
+    end_line: int | None = Field(default=None, ge=1)
+    """Last line to show (default: start_line + 399)."""
+
+
+class ShowUpstreamArgs(_Args):
+    path: str
+    """Path in the upstream repository."""
+    start_line: int = Field(default=1, ge=1)
+    """First line to show (1-based)."""
+    end_line: int | None = Field(default=None, ge=1)
+    """Last line to show (default: start_line + 399)."""
+
+
+class ListDirArgs(_Args):
+    path: str = "."
+    """Directory relative to the repository root."""
+    repo: Side = "downstream"
+    """``downstream`` (the worktree) or ``upstream`` (at the pin)."""
+
+
+class SearchArgs(_Args):
+    pattern: str = Field(min_length=1)
+    """Regular expression (or fixed text with fixed_strings) to search for."""
+    repo: Side = "downstream"
+    """``downstream`` (the worktree) or ``upstream`` (at the pin)."""
+    path: str | None = None
+    """Limit to this path or glob (git pathspec), e.g. ``src/*.py``."""
+    fixed_strings: bool = False
+    """Search for the text literally."""
+    ignore_case: bool = False
+    """Match case-insensitively."""
+
+
+class HistoryArgs(_Args):
+    term: str = Field(min_length=1)
+    """Text (mode S: commits that change its number of occurrences) or regex (mode G)."""
+    mode: Literal["S", "G"] = "S"
+    """``S`` (pickaxe on a string) or ``G`` (regex on the diff)."""
+    repo: Side = "downstream"
+    """``downstream`` (HEAD's history) or ``upstream`` (history up to the pin)."""
+    path: str | None = None
+    """Limit to this path."""
+    max_count: int = Field(default=30, ge=1, le=200)
+    """Most commits to list."""
+
+
+class WriteFileArgs(_Args):
+    path: str
+    """Path relative to the downstream worktree (parents are created)."""
+    content: str
+    """The whole new content of the file."""
+
+
+class EditFileArgs(_Args):
+    path: str
+    """Path relative to the downstream worktree."""
+    search: str = Field(min_length=1)
+    """Exact text to replace; must occur exactly once in the file."""
+    replace: str
+    """Text to put in its place."""
+
+
+class RunCommandArgs(_Args):
+    command: str = Field(min_length=1)
+    """Shell command, run from the worktree root inside the run's sandbox."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds before the command is killed (capped by the run's limit)."""
+
+
+class GapEvidenceArgs(_Args):
+    symbols: list[str] = Field(min_length=1)
+    """Symbols, literals or fixture names to look for upstream and downstream."""
+
+
+class SurfaceArgs(_Args):
+    symbol: str = Field(min_length=1)
+    """The upstream symbol whose surface (modes, defaults, tests) to enumerate."""
+
+
+# -- tool functions ----------------------------------------------------------------------
+
+
+def _numbered(text: str, start: int, end: int | None, *, limit: int = 400) -> str:
+    lines = text.splitlines()
+    if not lines:
+        return "(empty file)"
+    if start > len(lines):
+        raise ToolError(f"start_line {start} is past the end (the file has {len(lines)} lines)")
+    last = min(len(lines), end if end is not None else start + limit - 1)
+    if last < start:
+        raise ToolError("end_line is before start_line")
+    body = "\n".join(f"{n:>6}\t{lines[n - 1]}" for n in range(start, last + 1))
+    more = "" if last == len(lines) else f"\n[lines {last + 1}-{len(lines)} not shown]"
+    return body + more
+
+
+def read_file(ws: Workspace, args: ReadFileArgs) -> str:
+    path = ws.downstream_path(args.path)
+    if not path.is_file():
+        raise ToolError(f"{args.path}: no such file in the worktree")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return ws.cap(f"{args.path}\n{_numbered(text, args.start_line, args.end_line)}")
+
+
+def show_upstream(ws: Workspace, args: ShowUpstreamArgs) -> str:
+    rel = ws.upstream_path(args.path)
+    repo, rev = ws.repo("upstream"), ws.rev("upstream")
+    try:
+        text = str(repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False))
+    except git.GitCommandError as exc:
+        raise ToolError(f"{args.path}: not a file in upstream at {rev[:12]}") from exc
+    head = f"upstream {rel}@{rev[:12]}"
+    return ws.cap(f"{head}\n{_numbered(text, args.start_line, args.end_line)}")
+
+
+def list_dir(ws: Workspace, args: ListDirArgs) -> str:
+    if args.repo == "upstream":
+        rel = ws.upstream_path(args.path)
+        repo, rev = ws.repo("upstream"), ws.rev("upstream")
+        spec = f"{rev}:{rel}" if rel else rev
+        try:
+            out = str(repo.git.ls_tree(spec))
+        except git.GitCommandError as exc:
+            raise ToolError(f"{args.path}: not a directory in upstream at {rev[:12]}") from exc
+        entries = []
+        for line in out.splitlines():
+            meta, _, name = line.partition("\t")
+            entries.append(name + "/" if meta.split()[1] == "tree" else name)
+    else:
+        path = ws.downstream_path(args.path)
+        if not path.is_dir():
+            raise ToolError(f"{args.path}: no such directory in the worktree")
+        entries = [p.name + ("/" if p.is_dir() else "") for p in path.iterdir()
+                   if p.name != ".git"]
+    entries.sort()
+    return ws.cap("\n".join(entries) or "(empty directory)", "list a subdirectory")
+
+
+def search(ws: Workspace, args: SearchArgs) -> str:
+    repo = ws.repo(args.repo)
+    flags = ["-n", "-I", "--no-color"]
+    if args.fixed_strings:
+        flags.append("-F")
+    if args.ignore_case:
+        flags.append("-i")
+    pathspec = _pathspec(ws, args.repo, args.path)
+    if args.repo == "upstream":
+        rev = ws.rev("upstream")
+        argv = [*flags, "-e", args.pattern, rev, "--", *pathspec]
+    else:
+        argv = [*flags, "--untracked", "-e", args.pattern, "--", *pathspec]
+    try:
+        out = str(repo.git.grep(*argv))
+    except git.GitCommandError as exc:
+        if exc.status == 1:
+            return "no matches"
+        raise ToolError(f"search failed: {str(exc.stderr).strip()}") from exc
+    if args.repo == "upstream":
+        prefix = f"{ws.rev('upstream')}:"
+        out = "\n".join(line.removeprefix(prefix) for line in out.splitlines())
+    return ws.cap(out, "narrow the pattern or the path")
+
+
+def _pathspec(ws: Workspace, side: Side, path: str | None) -> list[str]:
+    if path is None:
+        return []
+    if side == "upstream":
+        rel = ws.upstream_path(path)
+    else:
+        _relative(path, "worktree")
+        normal = posixpath.normpath(path)
+        if normal == ".." or normal.startswith("../"):
+            raise ConfinementError(f"{path!r} leaves the worktree")
+        rel = normal
+    return [rel or "."]
+
+
+def git_history(ws: Workspace, args: HistoryArgs) -> str:
+    repo, rev = ws.repo(args.repo), ws.rev(args.repo)
+    argv = [f"-{args.mode}", args.term, f"--max-count={args.max_count}",
+            "--format=%h %ad %s", "--date=short", rev, "--", *_pathspec(ws, args.repo, args.path)]
+    try:
+        out = str(repo.git.log(*argv))
+    except git.GitCommandError as exc:
+        raise ToolError(f"history search failed: {str(exc.stderr).strip()}") from exc
+    return ws.cap(out or "no commits", "narrow the term or the path")
+
+
+def write_file(ws: Workspace, args: WriteFileArgs) -> str:
+    path = ws.downstream_path(args.path, write=True)
+    if path.is_dir():
+        raise ToolError(f"{args.path} is a directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(args.content, encoding="utf-8")
+    return f"wrote {len(args.content.encode())} bytes to {args.path}"
+
+
+def edit_file(ws: Workspace, args: EditFileArgs) -> str:
+    path = ws.downstream_path(args.path, write=True)
+    if not path.is_file():
+        raise ToolError(f"{args.path}: no such file in the worktree")
+    text = path.read_text(encoding="utf-8")
+    count = text.count(args.search)
+    if count == 0:
+        raise ToolError(f"{args.path}: the search text is not in the file; read the file and "
+                        "copy the exact lines, whitespace included")
+    if count > 1:
+        raise ToolError(f"{args.path}: the search text occurs {count} times; include more "
+                        "surrounding lines so it is unique")
+    path.write_text(text.replace(args.search, args.replace, 1), encoding="utf-8")
+    line = text[: text.index(args.search)].count("\n") + 1
+    return f"edited {args.path} at line {line}"
+
+
+def run_command(ws: Workspace, args: RunCommandArgs) -> str:
+    if ws.sandbox is None:
+        raise ToolError("this role has no sandbox to run commands in")
+    timeout = min(args.timeout or ws.command_timeout, ws.command_timeout)
+    result = ws.sandbox.exec(["sh", "-c", args.command], timeout=timeout, cwd=ws.worktree)
+    status = f"exit code {result.exit_code}"
+    if result.timed_out:
+        status += f" (killed after {timeout:g}s timeout)"
+    if result.oom_killed:
+        status += " (killed: out of memory)"
+    if result.capped:
+        status += " (killed: output cap)"
+    parts = [status]
+    for name, head, tail, size in (
+        ("stdout", result.stdout_head, result.stdout_tail, result.stdout_bytes),
+        ("stderr", result.stderr_head, result.stderr_tail, result.stderr_bytes),
+    ):
+        if not (head or tail):
+            continue
+        body = head if not tail or size <= len(head.encode()) else (
+            f"{head}\n[… {size} bytes in all …]\n{tail}")
+        parts.append(f"--- {name}\n{body}")
+    return ws.cap("\n".join(parts), "run a command with less output")
+
+
+def gap_evidence(ws: Workspace, args: GapEvidenceArgs) -> str:
+    if ws.evidence is None or ws.evidence.gap is None:
+        raise ToolError("no gap evidence engine in this run")
+    return ws.cap(ws.evidence.gap(args.symbols), "ask for fewer symbols")
+
+
+def surface_candidates(ws: Workspace, args: SurfaceArgs) -> str:
+    if ws.evidence is None or ws.evidence.surface is None:
+        raise ToolError("no surface engine in this run")
+    return ws.cap(ws.evidence.surface(args.symbol))
+
+
+# -- registry ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool: its name, what the model is told, its argument model and its function."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    fn: Callable[[Workspace, Any], str]
+    writes: bool = False
+
+    def spec(self) -> ToolSpec:
+        schema = self.args.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+
+TOOLS: dict[str, Tool] = {t.name: t for t in (
+    Tool("read_file", "Read a downstream file with line numbers, optionally a line range.",
+         ReadFileArgs, read_file),
+    Tool("show_upstream", "Show an upstream file (at the pin) with line numbers, optionally "
+         "a line range: cite it as path:start-end.", ShowUpstreamArgs, show_upstream),
+    Tool("list_dir", "List a directory of the downstream worktree or of upstream at the pin.",
+         ListDirArgs, list_dir),
+    Tool("search", "Search file contents (git grep) downstream or upstream at the pin.",
+         SearchArgs, search),
+    Tool("git_history", "Search git history (log -S / -G) downstream or upstream up to the pin.",
+         HistoryArgs, git_history),
+    Tool("gap_evidence", "What the framework found for symbols upstream at the pin and "
+         "downstream (HEAD and history): the evidence a gap verdict must rest on.",
+         GapEvidenceArgs, gap_evidence),
+    Tool("surface_candidates", "The candidate surface items of an upstream symbol (modes, "
+         "defaults, dtypes, error paths, tests); each must be classified.",
+         SurfaceArgs, surface_candidates),
+    Tool("write_file", "Write a whole downstream file (created with its folders if new).",
+         WriteFileArgs, write_file, writes=True),
+    Tool("edit_file", "Replace one exact, unique piece of text in a downstream file.",
+         EditFileArgs, edit_file, writes=True),
+    Tool("run_command", "Run a shell command in the run's sandbox from the worktree root; "
+         "returns exit code and the head and tail of its output.", RunCommandArgs,
+         run_command, writes=True),
+)}
+
+
+class Toolbox:
+    """The tools one role may call, bound to its workspace."""
+
+    def __init__(self, workspace: Workspace, names: Sequence[str]) -> None:
+        unknown = [n for n in names if n not in TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tools: {', '.join(unknown)}")
+        self.workspace = workspace
+        self.tools = {n: TOOLS[n] for n in names}
+
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec() for t in self.tools.values()]
+
+    def call(self, name: str, raw_arguments: str) -> str:
+        """Run one call; every problem the model can fix is a :class:`ToolError`."""
+        tool = self.tools.get(name)
+        if tool is None:
+            raise InvalidToolCall(f"unknown tool {name!r}; the tools are: {', '.join(self.tools)}")
+        try:
+            data = json.loads(raw_arguments or "{}")
+        except json.JSONDecodeError as exc:
+            raise InvalidToolCall(f"arguments of {name} are not valid JSON ({exc.msg} at "
+                            f"character {exc.pos}); send a JSON object") from exc
+        if not isinstance(data, dict):
+            raise InvalidToolCall(f"arguments of {name} must be a JSON object")
+        try:
+            args = tool.args.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(object)'}: {e['msg']}"
+                for e in exc.errors())
+            raise InvalidToolCall(f"arguments of {name} do not fit its schema: {problems}") from exc
+        try:
+            return tool.fn(self.workspace, args)
+        except (OSError, UnicodeError) as exc:
+            raise ToolError(f"{name} failed: {exc}") from exc
