@@ -1,0 +1,24 @@
+import pytest
+
+from pystats import clamp, mean, median
+
+
+def test_mean_of_integers():
+    assert mean([1, 2, 3, 4]) == 2.5
+
+
+def test_mean_of_an_empty_list_raises():
+    with pytest.raises(ValueError):
+        mean([])
+
+
+def test_median_odd_and_even():
+    assert median([3, 1, 2]) == 2
+    assert median([4, 1, 3, 2]) == 2.5
+
+
+def test_clamp_keeps_bounds_inclusive():
+    assert clamp(5, 0, 5) == 5
+    assert clamp(-1, 0, 5) == 0
+    with pytest.raises(ValueError):
+        clamp(1, 3, 2)

@@ -1,0 +1,37 @@
+"""Statistics helpers, ported from tinystats ``src/stats.js``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def mean(values: Sequence[float]) -> float:
+    if len(values) == 0:
+        raise ValueError("mean of an empty list")
+    return sum(values) / len(values)
+
+
+def median(values: Sequence[float]) -> float:
+    if len(values) == 0:
+        raise ValueError("median of an empty list")
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def clamp(value: float, lo: float, hi: float) -> float:
+    if lo > hi:
+        raise ValueError("clamp: lo must not exceed hi")
+    return min(max(value, lo), hi)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    if p < 0 or p > 100:
+        raise ValueError("percentile: p must be within [0, 100]")
+    ordered = sorted(values)
+    rank = (p / 100) * (len(ordered) - 1)
+    low = int(rank // 1)
+    high = -int(-rank // 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Make sure a Docker engine answers and the offline sandbox image exists.
+# As root on Debian: installs docker.io, debootstrap and bubblewrap when missing and
+# starts dockerd. Otherwise prints what to do and leaves the machine alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+engine_up() { docker info >/dev/null 2>&1; }
+
+if ! engine_up; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "No Docker engine answers, and only root can start one here." >&2
+    echo "fix: start Docker (sudo dockerd &), or add yourself to the docker group;" >&2
+    echo "     without an engine, sandboxes fall back to bubblewrap where it works." >&2
+    exit 0
+  fi
+  missing=()
+  command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+  command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "› installing ${missing[*]} (Debian packages)"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  echo "› starting dockerd (log: /var/log/dockerd.log)"
+  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  for _ in $(seq 1 60); do
+    engine_up && break
+    sleep 0.5
+  done
+  if ! engine_up; then
+    echo "dockerd did not answer within 30 s; see /var/log/dockerd.log" >&2
+    tail -n 20 /var/log/dockerd.log >&2 || true
+    exit 1
+  fi
+fi
+
+if [ "$(id -u)" = 0 ]; then
+  for tool in debootstrap bwrap; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      pkg=$([ "$tool" = bwrap ] && echo bubblewrap || echo "$tool")
+      apt-get update -qq >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null
+    fi
+  done
+fi
+
+.venv/bin/portwright sandbox base-image
