@@ -29,7 +29,9 @@ Public API:
 - ``.update(progress=None) -> int`` (number of commits newly indexed)
 - ``.save() -> Path | None``
 - ``.search(needle: str) -> list[str]`` (shas, ``git log -S`` order)
-- ``.changes(needle: str) -> list[CountChange]`` (sha and net count change per commit)
+- ``.changes(needle: str, exact_token=False) -> list[CountChange]`` (sha and net count
+  change per commit)
+- ``.token_changes(tokens: Iterable[str]) -> list[CountChange]`` (whole tokens, summed)
 - ``.tokens() -> Iterable[str]`` (the vocabulary)
 - ``pickaxe(repo, needle, rev="HEAD") -> list[str]`` (plain ``git log -S``, the reference)
 """
@@ -239,13 +241,8 @@ class HistoryIndex:
             self._rank = rank
         return self._rank
 
-    def _pair_sums(self, needle: str, exact: bool) -> dict[tuple[int, int], int]:
+    def _pair_sums(self, candidates: Iterable[tuple[str, int]]) -> dict[tuple[int, int], int]:
         sums: dict[tuple[int, int], int] = {}
-        if exact:
-            candidates: Iterable[tuple[str, int]] = (
-                [(needle, 1)] if needle in self._postings else [])
-        else:
-            candidates = ((t, t.count(needle)) for t in self._postings if needle in t)
         for token, multiplicity in candidates:
             flat = self._postings[token]
             for i in range(0, len(flat), 3):
@@ -266,9 +263,19 @@ class HistoryIndex:
                 raise UsageError(f"{needle!r} is not a word token",
                                  fix="search for letters, digits and '_' only")
             return self._changes_from_git(needle)
+        if exact_token:
+            return self.token_changes([needle])
+        return self._collect((t, t.count(needle)) for t in self._postings if needle in t)
+
+    def token_changes(self, tokens: Iterable[str]) -> list[CountChange]:
+        """Commits where the summed count of the whole word ``tokens`` changed in some file
+        pair (a spelling of one name replaced by another in the same file is no change)."""
+        return self._collect((t, 1) for t in dict.fromkeys(tokens) if t in self._postings)
+
+    def _collect(self, candidates: Iterable[tuple[str, int]]) -> list[CountChange]:
         per_commit: dict[int, int] = {}
         matched: set[int] = set()
-        for (commit_id, _pair), total in self._pair_sums(needle, exact_token).items():
+        for (commit_id, _pair), total in self._pair_sums(candidates).items():
             if total:
                 matched.add(commit_id)
                 per_commit[commit_id] = per_commit.get(commit_id, 0) + total

@@ -1,0 +1,118 @@
+"""Where a name, a literal or a file's content occurs in one tree of a repository.
+
+``TreeView(repo, rev)`` reads the text files of ``rev`` once (one
+``git cat-file --batch``) and answers, from memory:
+
+- ``find_name(name) -> list[Location]`` — identifiers whose canonical key equals the key of
+  ``name`` (``computeScale`` finds ``compute_scale``, ``ComputeScale``, ``COMPUTE_SCALE``);
+- ``find_literal(text) -> list[Location]`` — verbatim occurrences of a string;
+- ``find_blob(sha) -> list[str]`` — paths whose content is that blob;
+- ``find_stem(path, path_map) -> list[str]`` — files whose canonical stem matches ``path``'s,
+  preferring the mapped folder.
+
+Files over ``max_file_bytes`` and files with NUL bytes are skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from portwright.evidence import names
+from portwright.evidence._git import cat_blobs, ls_tree, rev_parse
+from portwright.evidence.tokens import IDENT_RE
+
+logger = logging.getLogger(__name__)
+
+MAX_LOCATIONS = 20
+
+
+class Location(BaseModel):
+    """One place in a tree."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    """File path relative to the repository root."""
+    line: int
+    """1-based line number."""
+    text: str
+    """What matched (the identifier as spelled there, or the literal)."""
+
+
+class TreeView:
+    """The text of every file of ``repo`` at ``rev``, indexed by canonical identifier."""
+
+    def __init__(self, repo: Path, rev: str = "HEAD", *, max_file_bytes: int = 2_000_000) -> None:
+        self.repo = repo
+        self.sha = rev_parse(repo, rev)
+        entries = ls_tree(repo, self.sha)
+        self.paths = [path for _, path in entries]
+        self._blob_paths: dict[str, list[str]] = defaultdict(list)
+        for blob, path in entries:
+            self._blob_paths[blob].append(path)
+        contents = cat_blobs(repo, list(self._blob_paths))
+        self._lines: dict[str, list[str]] = {}
+        for blob, path in entries:
+            data = contents.get(blob, b"")
+            if len(data) > max_file_bytes or b"\0" in data[:8192]:
+                continue
+            self._lines[path] = data.decode("utf-8", "replace").splitlines()
+        self._names: dict[str, list[Location]] | None = None
+
+    def _name_map(self) -> dict[str, list[Location]]:
+        if self._names is None:
+            table: dict[str, list[Location]] = defaultdict(list)
+            for path, lines in self._lines.items():
+                for number, line in enumerate(lines, start=1):
+                    for token in set(IDENT_RE.findall(line)):
+                        key = names.canonical(token)
+                        if key and len(table[key]) < MAX_LOCATIONS:
+                            table[key].append(Location(path=path, line=number, text=token))
+            self._names = dict(table)
+        return self._names
+
+    def find_name(self, name: str) -> list[Location]:
+        """Identifiers spelled any way whose canonical key is ``name``'s."""
+        key = names.canonical(name)
+        return list(self._name_map().get(key, [])) if key else []
+
+    def find_token(self, token: str) -> list[Location]:
+        """Identifiers spelled exactly ``token``."""
+        return [loc for loc in self.find_name(token) if loc.text == token]
+
+    def find_literal(self, text: str) -> list[Location]:
+        """Lines containing ``text`` verbatim."""
+        found: list[Location] = []
+        for path, lines in self._lines.items():
+            for number, line in enumerate(lines, start=1):
+                if text in line:
+                    found.append(Location(path=path, line=number, text=text))
+                    if len(found) >= MAX_LOCATIONS:
+                        return found
+        return found
+
+    def find_blob(self, blob: str) -> list[str]:
+        """Paths whose content is exactly the blob ``blob``."""
+        return list(self._blob_paths.get(blob, []))
+
+    def has_path(self, path: str) -> bool:
+        """True when ``path`` is a file of the tree."""
+        return path in self.paths
+
+    def find_stem(self, path: str, path_map: Mapping[str, str]) -> list[str]:
+        """Files whose canonical stem equals ``path``'s: the mapped path first, then the
+        mapped folder, then anywhere."""
+        stem = names.canonical_path(path)
+        if not stem:
+            return []
+        mapped = names.map_path(path, path_map)
+        folder = posixpath.dirname(mapped) if mapped else None
+        hits = [p for p in self.paths if names.canonical_path(p) == stem]
+        return sorted(hits, key=lambda p: (p != mapped,
+                                           posixpath.dirname(p) != folder, p))
