@@ -17,8 +17,12 @@ from portwright.scaffold import scaffold
 rules_app = typer.Typer(help="Read and check the AGENTS.md rules and gates.",
                         no_args_is_help=True)
 
-_MARK = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[red]fail[/]",
-         "created": "[green]created[/]", "appended": "[cyan]appended[/]", "kept": "[dim]kept[/]"}
+_STYLE = {"ok": "green", "warn": "yellow", "fail": "red", "created": "green", "appended": "cyan",
+          "kept": "dim"}
+
+
+def _mark(word: str, width: int) -> str:
+    return f"[{_STYLE[word]}]{word:>{width}}[/]"
 
 
 def register(app: typer.Typer) -> None:
@@ -45,7 +49,7 @@ def init(
     done = scaffold(repo, upstream=upstream, pin=pin, name=name, test_command=test_command)
     for item in done:
         why = f"  [dim]{item.why}[/]" if item.why else ""
-        console.print(f"{_MARK[item.action]:>22}  {item.path}{why}")
+        console.print(f"{_mark(item.action, 8)}  {item.path}{why}", soft_wrap=True)
     console.print("\nnext: [bold]portwright rules check[/], then [bold]portwright doctor[/]")
 
 
@@ -59,10 +63,10 @@ def doctor(
         emit_json({"ok": not failed, "checks": [asdict(c) for c in checks]})
     else:
         for check in checks:
-            console.print(f"{_MARK[check.status]:>18}  [bold]{check.name:<9}[/] {check.detail}",
+            console.print(f"{_mark(check.status, 4)}  [bold]{check.name:<9}[/] {check.detail}",
                           soft_wrap=True)
             if check.fix and check.status != "ok":
-                console.print(f"{'':>6}{'':<9}  [dim]fix: {check.fix}[/]", soft_wrap=True)
+                console.print(f"{'':>4}  {'':<9} [dim]fix: {check.fix}[/]", soft_wrap=True)
     if failed:
         raise typer.Exit(1)
 

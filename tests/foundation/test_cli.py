@@ -34,7 +34,7 @@ def test_init_then_rules_check_then_doctor(make_repo: type[GitRepo]) -> None:
     for name in ("portwright.toml", "AGENTS.md", "upstream-sync.md", "parity-ledger.md",
                  "porting-inventory.md", "docs/parity/matrix.md", ".gitignore"):
         assert (down.path / name).is_file(), name
-        assert f"created  {name}" in done.stdout
+        assert f"created  {name}" in done.stdout, done.stdout
     assert pin in (down.path / "upstream-sync.md").read_text()
 
     checked = portwright(down.path, "rules", "check", "--json")
