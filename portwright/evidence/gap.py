@@ -312,7 +312,7 @@ class _CommitFacts:
                 for name in _candidate_names(text):
                     names_at.setdefault(name, anchor)
                 for literal in tokens.string_literals(text):
-                    if len(literal) >= MIN_LITERAL and "\\" not in literal:
+                    if _distinctive_literal(literal):
                         literals_at.setdefault(literal, anchor)
         test_names = {s.text for s in self.signals if s.kind == "test"}
         old_names = _present(upstream, self.parent, names_at, words=True)
@@ -320,13 +320,20 @@ class _CommitFacts:
         fresh.sort(key=lambda n: (-len(names.split_words(n)), -len(n)))
         self.signals += [_Signal("name", n, names_at[n]) for n in fresh[:MAX_NAMES]]
         old_literals = _present(upstream, self.parent, literals_at, words=False)
-        fresh_literals = [lit for lit in literals_at if lit not in old_literals]
+        fresh_literals = [lit for lit in literals_at
+                          if lit not in old_literals and lit not in test_names]
         self.signals += [_Signal("literal", lit, literals_at[lit])
                          for lit in fresh_literals[:MAX_LITERALS]]
         removed = {n for patch, _ in code for _, text in patch.removed
                    for n in _candidate_names(text)}
         still = _present(upstream, self.sha, removed, words=True)
         self.removed = sorted(removed - still)
+
+
+def _distinctive_literal(text: str) -> bool:
+    """A message-like literal: long enough, with a space, no escapes (paths and module
+    specifiers differ between languages and are left to the ``file`` signal)."""
+    return len(text) >= MIN_LITERAL and " " in text.strip() and "\\" not in text
 
 
 def _candidate_names(text: str) -> list[str]:
@@ -383,9 +390,27 @@ class _Downstream:
                 return _evidence(signal, "head", matched=hits[0], path=hits[0], line=1,
                                 note="file with the same canonical stem")
             return _evidence(signal, "absent", note="no file with this stem")
+        if signal.kind == "test":
+            return self._judge_test(signal)
         if signal.kind == "literal" or not names.is_identifier(signal.text):
             return self._judge_literal(signal)
         return self._judge_name(signal)
+
+    def _judge_test(self, signal: _Signal) -> Evidence:
+        """A test case: its name verbatim, or a test function whose words (``test`` aside)
+        are the test's words (``it("clamps a value")`` ↔ ``def test_clamps_a_value``)."""
+        if not names.is_identifier(signal.text.replace(".", "_")):
+            literal = self._judge_literal(signal)
+            if literal.where != "absent":
+                return literal
+        words = [w for w in names.split_words(signal.text) if w != "test"]
+        key = "_".join(words)
+        for candidate in (f"test_{key}", key, f"{key}_test"):
+            hits = self.tree.find_name(candidate)
+            if hits and key:
+                return _evidence(signal, "head", matched=hits[0].text, path=hits[0].path,
+                                 line=hits[0].line, note="test with the same words")
+        return _evidence(signal, "absent", note="no test with this name or these words")
 
     def _judge_name(self, signal: _Signal) -> Evidence:
         hits = self.tree.find_name(signal.text)

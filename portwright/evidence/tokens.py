@@ -41,6 +41,13 @@ _KEYWORDS_TEXT = """
     union unsigned using virtual std vector string size_t include define ifdef ifndef endif
     pragma uint8_t uint16_t uint32_t uint64_t int8_t int16_t int32_t int64_t true false
     pytest fixture mark parametrize os sys np numpy torch
+    RangeError SyntaxError ReferenceError EvalError URIError AggregateError IndexError
+    AttributeError NotImplementedError LookupError ArithmeticError ZeroDivisionError
+    OverflowError AssertionError StopIteration OSError IOError FileNotFoundError
+    PermissionError TimeoutError ImportError ModuleNotFoundError UnicodeDecodeError
+    runtime_error invalid_argument out_of_range logic_error domain_error length_error
+    bad_alloc unique_ptr shared_ptr make_unique make_shared toThrow toBeCloseTo toStrictEqual
+    toHaveLength toContain beforeEach afterEach beforeAll afterAll
 """
 KEYWORDS = frozenset(_KEYWORDS_TEXT.split())
 

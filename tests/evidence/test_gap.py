@@ -1,0 +1,144 @@
+"""Gap scan on a known upstream/downstream pair: each verdict right, and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from portwright.config import PortwrightConfig, UpstreamConfig
+from portwright.errors import ConfigError, RevisionError
+from portwright.evidence.gap import (
+    CommitGap,
+    GapReport,
+    Verdict,
+    row_evidence,
+    scan_range,
+    upstream_repo,
+)
+
+
+@pytest.fixture
+def report(pair: Any) -> GapReport:
+    return scan_range(pair.up.path, pair.down.path, pair.base, "HEAD", pair.config)
+
+
+def _by_sha(report: GapReport, sha: str) -> CommitGap:
+    return next(c for c in report.commits if c.sha == sha)
+
+
+def test_every_commit_judged_oldest_first(pair: Any, report: GapReport) -> None:
+    assert [c.sha for c in report.commits] == list(pair.commits.values())
+    assert report.counts() == {"not_applicable": 1, "landed": 2, "partial": 1, "missing": 2}
+
+
+def test_renamed_symbol_is_landed(pair: Any, report: GapReport) -> None:
+    gap = _by_sha(report, pair.commits["renamed"])
+    assert gap.verdict is Verdict.LANDED, gap.reason
+    assert gap.confidence >= 0.75
+    assert gap.kinds == ["source"]
+    assert gap.files[0].downstream_path == "lib/scale.js"
+    name = next(e for e in gap.evidence if e.signal == "computeScaleFactor")
+    assert (name.where, name.matched, name.path, name.line) == (
+        "head", "compute_scale_factor", "lib/scale.py", 1)
+    assert name.note == "normalised spelling"
+    assert name.commit == pair.down.git("rev-parse", "HEAD~4")
+    assert name.upstream_anchor == f"src/scale.js:1@{pair.commits['renamed'][:12]}"
+    literal = next(e for e in gap.evidence if e.kind == "literal")
+    assert (literal.signal, literal.path, literal.line) == (
+        "width must be positive", "lib/scale.py", 3)
+    assert any(e.kind == "file" and e.path == "lib/scale.py" for e in gap.evidence)
+
+
+def test_fixture_copied_verbatim_is_landed(pair: Any, report: GapReport) -> None:
+    gap = _by_sha(report, pair.commits["fixture"])
+    assert gap.verdict is Verdict.LANDED, gap.reason
+    assert gap.kinds == ["tests"]
+    assert gap.fixtures == ["tests/fixtures/iris.csv"]
+    (evidence,) = gap.evidence
+    assert (evidence.kind, evidence.where, evidence.path) == ("fixture", "head",
+                                                              "tests/data/iris.csv")
+    assert "identical content" in evidence.note
+
+
+def test_docs_only_is_not_applicable(pair: Any, report: GapReport) -> None:
+    gap = _by_sha(report, pair.commits["docs"])
+    assert gap.verdict is Verdict.NOT_APPLICABLE
+    assert gap.kinds == ["docs"]
+    assert gap.evidence == []
+    assert "docs" in gap.reason
+
+
+def test_partial_port(pair: Any, report: GapReport) -> None:
+    gap = _by_sha(report, pair.commits["partial"])
+    assert gap.verdict is Verdict.PARTIAL, gap.reason
+    assert gap.kinds == ["source", "tests"]
+    assert gap.tests == ["clamps into the range"]
+    found = {e.signal for e in gap.evidence if e.where == "head"}
+    absent = {e.signal for e in gap.evidence if e.where == "absent"}
+    assert {"clampRange", "low must not exceed high"} <= found
+    assert absent == {"clamps into the range"}
+    assert "clamps into the range" in gap.reason
+
+
+def test_reverted_port_is_missing_with_history(pair: Any, report: GapReport) -> None:
+    gap = _by_sha(report, pair.commits["reverted"])
+    assert gap.verdict is Verdict.MISSING, gap.reason
+    assert "reverted" in gap.reason
+    name = next(e for e in gap.evidence if e.signal == "weightedMedian")
+    assert name.where == "history"
+    assert name.commit == pair.down.head()  # the revert is the last change
+    literal = next(e for e in gap.evidence if e.kind == "literal")
+    assert literal.where == "history"
+
+
+def test_never_ported_is_missing(pair: Any, report: GapReport) -> None:
+    gap = _by_sha(report, pair.commits["never"])
+    assert gap.verdict is Verdict.MISSING
+    assert gap.added == ["harmonicMean"]
+    assert {e.where for e in gap.evidence} == {"absent"}
+    assert gap.confidence >= 0.75
+    assert "none of" in gap.reason
+
+
+def test_report_is_json(report: GapReport) -> None:
+    again = GapReport.model_validate_json(report.model_dump_json())
+    assert again == report
+
+
+def test_index_is_cached_under_state_dir(pair: Any, report: GapReport) -> None:
+    files = list((pair.down.path / ".portwright" / "index").iterdir())
+    assert len(files) == 1
+
+
+def test_row_evidence(pair: Any) -> None:
+    pin = pair.commits["renamed"]
+    evidence = row_evidence(pair.up.path, pair.down.path,
+                            ["clampRange", "computeScaleFactor", "src/clamp.js"], pin, pair.config)
+    clamp, scale, path = evidence.symbols
+    assert clamp.upstream_at_pin == []
+    assert [(loc.path, loc.line) for loc in clamp.upstream_at_head] == [
+        ("src/clamp.js", 1), ("tests/clamp.test.js", 1), ("tests/clamp.test.js", 3)]
+    assert clamp.upstream_changes == [pair.commits["partial"]]
+    assert [loc.text for loc in clamp.downstream_at_head] == ["clamp_range"]
+    assert [c.delta for c in clamp.downstream_history] == [1]
+    assert [(loc.path, loc.line) for loc in scale.upstream_at_pin] == [("src/scale.js", 1)]
+    assert scale.upstream_changes == []
+    assert path.is_path
+    assert path.upstream_at_pin == []
+    assert [loc.path for loc in path.upstream_at_head] == ["src/clamp.js"]
+    assert [loc.path for loc in path.downstream_at_head] == ["lib/clamp.py"]
+
+
+def test_bad_revision_and_url(pair: Any, tmp_path: Path) -> None:
+    with pytest.raises(RevisionError, match="nope"):
+        scan_range(pair.up.path, pair.down.path, "nope", "HEAD", pair.config)
+    url = PortwrightConfig(upstream=UpstreamConfig(source="https://example.invalid/x.git"))
+    with pytest.raises(ConfigError, match=r"local checkout") as info:
+        upstream_repo(pair.down.path, url)
+    assert info.value.key == "upstream.source"
+    missing = PortwrightConfig(upstream=UpstreamConfig(source="../nowhere"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        upstream_repo(pair.down.path, missing)
+    assert upstream_repo(pair.down.path, pair.config) == pair.up.path.resolve()
