@@ -1,0 +1,89 @@
+"""Diffs of the downstream repo between a base revision and HEAD, via git."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from portwright.errors import RevisionError
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                          check=False)
+    if check and done.returncode != 0:
+        raise RevisionError(f"git {' '.join(args)} failed: {done.stderr.strip()}", file=repo,
+                            fix="check the revision (does the base exist in this repo?)")
+    return done.stdout
+
+
+def default_base(repo: Path, base: str | None) -> str:
+    """``base`` verified, or ``HEAD~1``, or the empty tree for a first commit."""
+    if base:
+        git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+        return base
+    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "HEAD~1"], cwd=repo,
+                          capture_output=True, text=True, check=False)
+    return "HEAD~1" if done.returncode == 0 else EMPTY_TREE
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file of a diff."""
+
+    status: str
+    """``A``, ``M``, ``D``, ``R`` (rename), ``C``, ``T``."""
+    path: str
+    """Path at HEAD (for a deletion: the deleted path)."""
+    old_path: str | None = None
+    """Path at base, for renames and copies."""
+
+
+def name_status(repo: Path, base: str, head: str = "HEAD") -> list[Change]:
+    out = git(repo, "diff", "--name-status", "-M", "-z", base, head)
+    fields = [f for f in out.split("\0") if f]
+    changes: list[Change] = []
+    index = 0
+    while index < len(fields):
+        status = fields[index][0]
+        if status in "RC":
+            changes.append(Change(status, fields[index + 2], fields[index + 1]))
+            index += 3
+        else:
+            changes.append(Change(status, fields[index + 1]))
+            index += 2
+    return changes
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+
+def added_lines(repo: Path, base: str, path: str, head: str = "HEAD") -> set[int]:
+    """Line numbers (at ``head``) of ``path`` that the diff adds or changes."""
+    out = git(repo, "diff", "-U0", "--no-color", base, head, "--", path)
+    lines: set[int] = set()
+    for match in _HUNK.finditer(out):
+        start = int(match.group(1))
+        count = int(match.group(2)) if match.group(2) is not None else 1
+        lines.update(range(start, start + count))
+    return lines
+
+
+def unified(repo: Path, base: str, paths: list[str], head: str = "HEAD") -> str:
+    if not paths:
+        return ""
+    return git(repo, "diff", "-U3", "--no-color", "--no-renames", base, head, "--", *paths)
+
+
+def show(repo: Path, rev: str, path: str) -> str | None:
+    done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=repo, capture_output=True,
+                          check=False)
+    return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else None
+
+
+def tracked(repo: Path) -> list[str]:
+    return [p for p in git(repo, "ls-files", "-z").split("\0") if p]

@@ -1,0 +1,252 @@
+"""Run the gates of a phase: commands in the sandbox, built-in checks in-process.
+
+Every gate's outcome becomes an :class:`~portwright.runs.EvidenceRecord` (written to the
+run store when one is given): the command, exit code, duration, test ids passed and failed
+(from JUnit XML where the gate declares ``junit``, else from the test runner's output), the
+sha256 of the full log and the downstream commit it ran on.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from portwright.config import PortwrightConfig
+from portwright.errors import GateFailed, RulesError
+from portwright.gates.models import GateResult
+from portwright.gates.testids import from_junit, from_output
+from portwright.rules import BuiltinCheck, Phase, ResolvedGate, Rules
+from portwright.runs.models import EvidenceKind, EvidenceRecord
+from portwright.runs.store import RunStore
+from portwright.sandboxes.base import ExecResult, Sandbox
+
+if TYPE_CHECKING:
+    import git
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["GateContext", "head_commit", "run_command", "run_gate", "run_gates"]
+
+
+def head_commit(repo: Path) -> tuple[str, bool]:
+    """``(HEAD sha, dirty)`` of the downstream worktree."""
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                         text=True, check=False).stdout.strip()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
+                            capture_output=True, text=True, check=False).stdout
+    return sha, bool(status.strip())
+
+
+@dataclass
+class GateContext:
+    """Everything a built-in check may look at."""
+
+    repo: Path
+    """The downstream worktree."""
+    config: PortwrightConfig
+    """Its portwright.toml."""
+    rules: Rules
+    """Its AGENTS.md rules."""
+    gate: ResolvedGate
+    """The gate being run."""
+    base: str | None = None
+    """Downstream revision the change is measured from (diff ``base..HEAD``)."""
+    changed: list[str] | None = None
+    """Paths the change touches (None: unknown, check everything)."""
+    sandbox: Sandbox | None = None
+    """The sandbox, for checks that run a command (runtime-config)."""
+    store: RunStore | None = None
+    """The run store, for checks that read evidence (red-green)."""
+    _upstream: git.Repo | None = field(default=None, repr=False)
+
+    @property
+    def options(self) -> dict[str, str | int | float | bool | list[str]]:
+        return dict(self.gate.spec.options)
+
+    def upstream(self) -> git.Repo:
+        """The upstream repository (``[upstream] source``, relative to the repo)."""
+        if self._upstream is None:
+            from portwright.vcs.git import open_repo
+
+            source = Path(self.config.upstream.source)
+            path = source if source.is_absolute() else self.repo / source
+            self._upstream = open_repo(path, what="the upstream checkout")
+        return self._upstream
+
+
+JUNIT_MARKER = b"\n--- junit ---\n"
+STDERR_MARKER = b"\n--- stderr ---\n"
+
+
+def _streams(result: ExecResult) -> tuple[bytes, bytes]:
+    """The whole stdout and stderr of a command (head + tail when no log was kept)."""
+    if result.log_path and Path(result.log_path).is_file():
+        from portwright.sandboxes import read_log
+
+        try:
+            return read_log(Path(result.log_path))
+        except ValueError:
+            return Path(result.log_path).read_bytes(), b""
+    out = result.stdout_head + (result.stdout_tail if result.stdout_bytes > len(
+        result.stdout_head.encode()) else "")
+    err = result.stderr_head + (result.stderr_tail if result.stderr_bytes > len(
+        result.stderr_head.encode()) else "")
+    return out.encode(), err.encode()
+
+
+def run_command(
+    sandbox: Sandbox,
+    command: str,
+    *,
+    repo: Path,
+    name: str,
+    kind: EvidenceKind = EvidenceKind.GATE,
+    directory: str = "",
+    timeout: float | None = None,
+    junit: str | None = None,
+    store: RunStore | None = None,
+) -> tuple[EvidenceRecord, str]:
+    """Run ``command`` (a shell line) in ``sandbox`` from ``directory`` of the worktree and
+    record what was observed. Returns the record and the command's output text."""
+    junit_path = (repo / directory / junit) if junit else None
+    if junit_path is not None and junit_path.exists():
+        junit_path.unlink()  # a stale report from an earlier run must not count
+    cwd = Path(directory) if directory else None
+    result = sandbox.exec(["sh", "-c", command], timeout=timeout, cwd=cwd)
+    out, err = _streams(result)
+    data = out + STDERR_MARKER + err
+    output = (out + b"\n" + err).decode("utf-8", errors="replace")
+    passed_ids: list[str] = []
+    failed_ids: list[str] = []
+    messages: list[str] = []
+    if junit_path is not None:
+        if junit_path.is_file():
+            data += JUNIT_MARKER + junit_path.read_bytes()
+            try:
+                passed_ids, failed_ids = from_junit(junit_path)
+            except GateFailed as exc:
+                messages.append(str(exc))
+        else:
+            messages.append(f"{junit_path.relative_to(repo).as_posix()}: the command wrote no "
+                            "JUnit report where the gate declares one")
+    else:
+        passed_ids, failed_ids = from_output(output)
+    if result.timed_out:
+        messages.append(f"timed out after {timeout}s and was killed")
+    if result.oom_killed:
+        messages.append("killed for memory")
+    if result.capped:
+        messages.append("output exceeded the cap; killed")
+    log_name = log_digest = None
+    if store is not None:
+        log_name, log_digest = store.write_log(name, data)
+    else:
+        import hashlib
+
+        log_digest = hashlib.sha256(data).hexdigest()
+    sha, dirty = head_commit(repo)
+    passed = result.ok and not failed_ids and not (junit_path is not None and messages)
+    record = EvidenceRecord(
+        gate=name, kind=kind, command=command, exit_code=result.exit_code, passed=passed,
+        duration=round(result.duration, 3), tests_passed=passed_ids, tests_failed=failed_ids,
+        log=log_name, log_sha256=log_digest, commit=sha, dirty=dirty,
+        sandbox=getattr(sandbox, "name", ""), timestamp=datetime.now(UTC), messages=messages,
+    )
+    if store is not None:
+        store.add(record)
+    return record, output
+
+
+def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:
+    """Run one gate."""
+    spec = gate.spec
+    if spec.run is not None:
+        if ctx.sandbox is None:
+            return GateResult(name=gate.name, passed=False, command=spec.run,
+                              messages=["no sandbox to run the command in"])
+        record, output = run_command(
+            ctx.sandbox, spec.run, repo=ctx.repo, name=gate.name, directory=gate.directory,
+            timeout=spec.timeout, junit=spec.junit, store=ctx.store,
+        )
+        messages = list(record.messages)
+        if record.exit_code != 0:
+            tail = output.strip().splitlines()[-5:]
+            messages.append(f"`{spec.run}` exited {record.exit_code}"
+                            + (": " + " / ".join(tail) if tail else ""))
+        messages += [f"test failed: {ident}" for ident in record.tests_failed]
+        return GateResult(name=gate.name, passed=record.passed, messages=messages,
+                          command=spec.run, record=record)
+    assert spec.check is not None
+    from portwright.gates.checks import BUILTINS
+
+    started = time.monotonic()
+    verdict = BUILTINS[spec.check](ctx)
+    verdict = verdict.model_copy(update={"name": gate.name, "check": spec.check.value})
+    sha, dirty = head_commit(ctx.repo)
+    record = EvidenceRecord(
+        gate=gate.name, command=f"check:{spec.check.value}",
+        exit_code=0 if verdict.passed else 1, passed=verdict.passed,
+        duration=round(time.monotonic() - started, 3), commit=sha, dirty=dirty,
+        sandbox="", timestamp=datetime.now(UTC), messages=verdict.messages,
+    )
+    if ctx.store is not None:
+        ctx.store.add(record)
+    return verdict.model_copy(update={"record": record})
+
+
+def run_gates(
+    rules: Rules,
+    phase: Phase | str,
+    *,
+    sandbox: Sandbox | None,
+    repo: Path,
+    config: PortwrightConfig,
+    changed: list[str] | None = None,
+    only: str | list[str] | None = None,
+    store: RunStore | None = None,
+    base: str | None = None,
+    upstream: git.Repo | None = None,
+) -> list[GateResult]:
+    """Run every gate the rules declare for ``phase`` (filtered by ``changed`` paths and by
+    name with ``only``), in declaration order. Never raises for a failing gate: read
+    ``passed`` of each result (:func:`require_passed` turns failures into ``GateFailed``)."""
+    phase = Phase(phase)
+    gates = rules.gates_for(phase, changed)
+    if only is not None:
+        names = {only} if isinstance(only, str) else set(only)
+        known = {g.name for g in rules.gates()} | {g.spec.name for g in rules.gates()}
+        unknown = sorted(names - known)
+        if unknown:
+            raise RulesError(f"no gate named {', '.join(map(repr, unknown))}",
+                             file=repo / "AGENTS.md",
+                             fix="see the gates with `portwright rules check`")
+        gates = [g for g in gates if g.name in names or g.spec.name in names]
+    results: list[GateResult] = []
+    for gate in gates:
+        ctx = GateContext(repo=repo, config=config, rules=rules, gate=gate, base=base,
+                          changed=changed, sandbox=sandbox, store=store, _upstream=upstream)
+        logger.info("gate %s (%s)", gate.name, gate.spec.run or gate.spec.check)
+        results.append(run_gate(gate, ctx))
+    return results
+
+
+def require_passed(results: list[GateResult]) -> None:
+    """Raise :class:`GateFailed` naming every gate that did not pass."""
+    failed = [r for r in results if not r.passed]
+    if failed:
+        raise GateFailed("; ".join(f"{r.name}: {r.messages[0] if r.messages else 'failed'}"
+                                   for r in failed))
+
+
+def quote(argv: list[str]) -> str:
+    return shlex.join(argv)
+
+
+def is_builtin(name: str) -> bool:
+    return name in {c.value for c in BuiltinCheck}

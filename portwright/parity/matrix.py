@@ -1,0 +1,192 @@
+"""Coverage matrices: markdown tables of rows, each a unit of parity.
+
+A matrix is any table, in a file matched by ``[artifacts] matrices``, whose header has an
+``id`` and a ``status`` column (headers match case-insensitively)::
+
+    | id       | title         | status  | spec                      | upstream          | notes |
+    | -------- | ------------- | ------- | ------------------------- | ----------------- | ----- |
+    | attn-fp8 | FP8 attention | partial | [spec](specs/attn-fp8.md) | attn/fp8.py, Attn |       |
+
+Columns: ``id`` (also ``row``), ``title`` (also ``name``), ``status`` (one of
+``[artifacts] statuses``), ``spec`` (a link or a path; empty or ``-`` for none),
+``upstream`` (comma-separated upstream paths or symbols the row covers; optional) and
+``notes`` (optional). Other columns are kept and ignored. Ids are unique across matrices.
+
+:func:`update_row` rewrites the cells of one row and leaves every other byte of the file
+identical.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from portwright.config import PortwrightConfig
+from portwright.errors import ParityFileError
+from portwright.parity._files import glob_files, read_text, rel, write_text
+from portwright.parity.markdown import (
+    Table,
+    find_tables,
+    line_offsets,
+    link_target,
+    plain_cell,
+    replace_cells,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MatrixRow", "find_row", "load_rows", "update_row"]
+
+ID_NAMES = ("id", "row", "row id")
+TITLE_NAMES = ("title", "name")
+STATUS_NAMES = ("status",)
+SPEC_NAMES = ("spec",)
+UPSTREAM_NAMES = ("upstream",)
+NOTES_NAMES = ("notes", "note")
+
+
+class MatrixRow(BaseModel):
+    """One row of a coverage matrix."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    """Unique row id."""
+    title: str
+    """What the row is."""
+    status: str
+    """One of ``[artifacts] statuses``, spelled as configured."""
+    spec: str | None
+    """Path of the row's spec (as written in the link), or None."""
+    upstream: list[str]
+    """Upstream paths or symbols the row covers (may be empty)."""
+    notes: str
+    """Free text."""
+    file: str
+    """The matrix file, posix, relative to the downstream repo."""
+    line: int
+    """1-based line of the row."""
+
+
+def _is_matrix(table: Table) -> bool:
+    return table.column(*ID_NAMES) is not None and table.column(*STATUS_NAMES) is not None
+
+
+def _status(value: str, allowed: list[str], path: Path, line: int) -> str:
+    plain = plain_cell(value)
+    lowered = {s.lower(): s for s in allowed}
+    found = lowered.get(plain.lower())
+    if found is None:
+        raise ParityFileError(
+            f"unknown status {plain!r}", file=path, line=line, key="status",
+            fix=f"use one of: {', '.join(allowed)} (or add it to [artifacts] statuses)",
+        )
+    return found
+
+
+def rows_of_text(text: str, path: Path, relpath: str, statuses: list[str]) -> list[MatrixRow]:
+    """The matrix rows of one file's text."""
+    rows: list[MatrixRow] = []
+    for table in find_tables(text):
+        if not _is_matrix(table):
+            continue
+        c_id = table.column(*ID_NAMES)
+        c_status = table.column(*STATUS_NAMES)
+        assert c_id is not None
+        assert c_status is not None
+        c_title = table.column(*TITLE_NAMES)
+        c_spec = table.column(*SPEC_NAMES)
+        c_up = table.column(*UPSTREAM_NAMES)
+        c_notes = table.column(*NOTES_NAMES)
+        for row in table.rows:
+            cells = row.cells
+            row_id = plain_cell(cells[c_id])
+            if not row_id:
+                raise ParityFileError("a matrix row without an id", file=path, line=row.line,
+                                      fix="give every row a unique id in the id column")
+            upstream = ([plain_cell(u) for u in cells[c_up].split(",") if plain_cell(u)]
+                        if c_up is not None else [])
+            rows.append(MatrixRow(
+                id=row_id,
+                title=cells[c_title] if c_title is not None else "",
+                status=_status(cells[c_status], statuses, path, row.line),
+                spec=link_target(cells[c_spec]) if c_spec is not None else None,
+                upstream=upstream,
+                notes=cells[c_notes] if c_notes is not None else "",
+                file=relpath,
+                line=row.line,
+            ))
+    return rows
+
+
+def load_rows(repo: Path, config: PortwrightConfig) -> list[MatrixRow]:
+    """Every row of every matrix, in file order; ids are unique across matrices."""
+    rows: list[MatrixRow] = []
+    seen: dict[str, MatrixRow] = {}
+    for path in glob_files(repo, config.artifacts.matrices):
+        relpath = rel(repo, path)
+        for row in rows_of_text(read_text(path), path, relpath, config.artifacts.statuses):
+            first = seen.get(row.id)
+            if first is not None:
+                raise ParityFileError(
+                    f"row id {row.id!r} is already used at {first.file}:{first.line}",
+                    file=path, line=row.line, fix="give each row a unique id",
+                )
+            seen[row.id] = row
+            rows.append(row)
+    return rows
+
+
+def find_row(repo: Path, config: PortwrightConfig, row_id: str) -> MatrixRow:
+    """The row with ``row_id``; :class:`ParityFileError` when no matrix has it."""
+    for row in load_rows(repo, config):
+        if row.id == row_id:
+            return row
+    raise ParityFileError(f"no matrix row has id {row_id!r}",
+                          file=", ".join(config.artifacts.matrices),
+                          fix="check the id with `portwright rows`")
+
+
+def update_row(
+    repo: Path,
+    config: PortwrightConfig,
+    row_id: str,
+    *,
+    status: str | None = None,
+    spec: str | None = None,
+    notes: str | None = None,
+) -> MatrixRow:
+    """Rewrite cells of row ``row_id``; only that line's bytes change. Returns the new row.
+
+    ``spec`` is written as ``[spec](PATH)``.
+    """
+    row = find_row(repo, config, row_id)
+    path = repo / row.file
+    text = read_text(path)
+    if status is not None:
+        _status(status, config.artifacts.statuses, path, row.line)
+    table = next(t for t in find_tables(text)
+                 if _is_matrix(t) and any(r.line == row.line for r in t.rows))
+    new: dict[int, str] = {}
+    for names, value in ((STATUS_NAMES, status), (SPEC_NAMES, None if spec is None
+                                                   else f"[spec]({spec})"),
+                         (NOTES_NAMES, notes)):
+        if value is None:
+            continue
+        column = table.column(*names)
+        if column is None:
+            raise ParityFileError(f"the matrix has no {names[0]!r} column", file=path,
+                                  line=table.line, fix=f"add a {names[0]} column to the header")
+        new[column] = value
+    offsets = line_offsets(text)
+    start = offsets[row.line - 1]
+    stop = offsets[row.line] if row.line < len(offsets) else len(text)
+    raw = text[start:stop]
+    body = raw.rstrip("\r\n")
+    ending = raw[len(body):]
+    updated = replace_cells(body, new) + ending
+    write_text(path, text[:start] + updated + text[stop:])
+    logger.info("matrix row %s updated at %s:%d", row_id, row.file, row.line)
+    return find_row(repo, config, row_id)

@@ -1,0 +1,6 @@
+"""The run store: what a run observed, on disk under ``<state_dir>/runs/<run_id>/``."""
+
+from portwright.runs.models import EvidenceKind, EvidenceRecord
+from portwright.runs.store import RunStore
+
+__all__ = ["EvidenceKind", "EvidenceRecord", "RunStore"]

@@ -1,0 +1,60 @@
+"""Evidence records: what the framework itself observed of one command."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EvidenceKind(StrEnum):
+    """Why a command was run."""
+
+    GATE = "gate"
+    """A gate of the rules (command or built-in check)."""
+    RED = "red"
+    """Focused tests on the tree without the implementation: they must fail."""
+    GREEN = "green"
+    """The same focused tests on the final tree: they must pass."""
+
+
+class EvidenceRecord(BaseModel):
+    """One observation, written by the run store as ``evidence/<seq>-<gate>.json``.
+
+    Only the framework writes these, from results it observed itself; the red-green gate
+    re-hashes the log each record points at, so an edited record or log is detected.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gate: str
+    """Gate (or focused-test step) name."""
+    kind: EvidenceKind = EvidenceKind.GATE
+    """``gate``, ``red`` or ``green``."""
+    command: str
+    """The command as run (``check:<name>`` for a built-in check)."""
+    exit_code: int
+    """Exit status (0 for a passing built-in check, 1 for a failing one)."""
+    passed: bool
+    """Whether the gate passed (exit 0, no timeout, no failed tests)."""
+    duration: float
+    """Wall seconds."""
+    tests_passed: list[str] = Field(default_factory=list)
+    """Test ids that passed (from JUnit XML when declared)."""
+    tests_failed: list[str] = Field(default_factory=list)
+    """Test ids that failed or errored."""
+    log: str | None = None
+    """Path of the full log, relative to the run directory."""
+    log_sha256: str | None = None
+    """sha256 of the log's bytes."""
+    commit: str
+    """Downstream commit (HEAD of the worktree) the command ran on."""
+    dirty: bool = False
+    """The worktree had uncommitted changes when the command ran."""
+    sandbox: str = ""
+    """Sandbox backend the command ran in."""
+    timestamp: datetime
+    """When the command finished (UTC)."""
+    messages: list[str] = Field(default_factory=list)
+    """What a built-in check found, each naming file:line."""

@@ -1,0 +1,105 @@
+"""On-disk layout of a run::
+
+    <repo>/<state_dir>/runs/<run_id>/
+        evidence/0001-unit.json     one EvidenceRecord per observation, numbered in order
+        logs/0001-unit.log          the full output of that command
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from portwright.config import PortwrightConfig
+from portwright.errors import ParityFileError
+from portwright.runs.models import EvidenceKind, EvidenceRecord
+
+logger = logging.getLogger(__name__)
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _slug(name: str) -> str:
+    return _SAFE.sub("_", name).strip("_") or "gate"
+
+
+class RunStore:
+    """Evidence records and logs of one run."""
+
+    def __init__(self, root: Path, run_id: str) -> None:
+        if not run_id or _slug(run_id) != run_id:
+            raise ValueError(f"run id {run_id!r} must be letters, digits, '.', '_' or '-'")
+        self.root = root
+        self.run_id = run_id
+        self.dir = root / run_id
+
+    @classmethod
+    def for_repo(cls, repo: Path, config: PortwrightConfig, run_id: str) -> RunStore:
+        """The store of ``run_id`` under the repo's state directory."""
+        return cls(repo / config.state_dir / "runs", run_id)
+
+    @property
+    def evidence_dir(self) -> Path:
+        return self.dir / "evidence"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.dir / "logs"
+
+    def _next_seq(self) -> int:
+        if not self.evidence_dir.is_dir():
+            return 1
+        numbers = [int(p.name.split("-", 1)[0]) for p in self.evidence_dir.glob("*.json")
+                   if p.name.split("-", 1)[0].isdigit()]
+        return max(numbers, default=0) + 1
+
+    def write_log(self, name: str, data: bytes) -> tuple[str, str]:
+        """Store a log; returns (path relative to the run directory, sha256)."""
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        path = self.logs_dir / f"{self._next_seq():04d}-{_slug(name)}.log"
+        path.write_bytes(data)
+        return path.relative_to(self.dir).as_posix(), hashlib.sha256(data).hexdigest()
+
+    def add(self, record: EvidenceRecord) -> Path:
+        """Write ``record`` as the next numbered evidence file."""
+        self.evidence_dir.mkdir(parents=True, exist_ok=True)
+        path = self.evidence_dir / f"{self._next_seq():04d}-{_slug(record.gate)}.json"
+        path.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        logger.debug("evidence %s: %s passed=%s", path.name, record.gate, record.passed)
+        return path
+
+    def records(self, kind: EvidenceKind | None = None) -> list[EvidenceRecord]:
+        """Every record in order (optionally only one kind)."""
+        out: list[EvidenceRecord] = []
+        if not self.evidence_dir.is_dir():
+            return out
+        for path in sorted(self.evidence_dir.glob("*.json")):
+            try:
+                record = EvidenceRecord.model_validate_json(path.read_bytes())
+            except ValidationError as exc:
+                raise ParityFileError(f"not an evidence record: {exc.errors()[0]['msg']}",
+                                      file=path, fix="evidence files are written by "
+                                      "portwright only; remove the edited file") from exc
+            if kind is None or record.kind is kind:
+                out.append(record)
+        return out
+
+    def log_digest(self, record: EvidenceRecord) -> str | None:
+        """sha256 of the log ``record`` points at, as it is on disk now (None if missing)."""
+        if record.log is None:
+            return None
+        path = (self.dir / record.log).resolve()
+        if not path.is_relative_to(self.dir.resolve()) or not path.is_file():
+            return None
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def log_text(self, record: EvidenceRecord) -> str:
+        """The log of ``record`` as text ('' when missing)."""
+        if record.log is None:
+            return ""
+        path = self.dir / record.log
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
