@@ -23,6 +23,7 @@ import logging
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Generic, TypeVar
@@ -105,8 +106,9 @@ class _Turn(Generic[R]):
 
     def __init__(self, role: str, client: LLMClient, messages: list[Message], toolbox: Toolbox,
                  result_model: type[R], budget: RoleBudget, transcript: Transcript,
-                 repeat_limit: int) -> None:
+                 repeat_limit: int, check: Callable[[R], list[str]] | None = None) -> None:
         self.role = role
+        self.check = check
         self.client = client
         self.conversation = list(messages)
         self.toolbox = toolbox
@@ -163,13 +165,17 @@ class _Turn(Generic[R]):
         except json.JSONDecodeError as exc:
             raise InvalidToolCall(f"not valid JSON ({exc.msg} at character {exc.pos})") from exc
         try:
-            return self.result_model.model_validate(data)
+            result = self.result_model.model_validate(data)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(object)'}: {e['msg']}"
                 for e in exc.errors())
             raise InvalidToolCall(f"does not fit {self.result_model.__name__}: {problems}"
                                   ) from exc
+        found = self.check(result) if self.check is not None else []
+        if found:
+            raise InvalidToolCall("was checked and refused: " + "; ".join(found))
+        return result
 
     def answer_call(self, call: ToolCall) -> tuple[str, bool]:
         """Run one tool call; return its answer and whether the turn is stuck."""
@@ -259,10 +265,16 @@ def run_agent(
     transcript: Transcript | None = None,
     max_steps: int = 40,
     repeat_limit: int = 3,
+    check: Callable[[R], list[str]] | None = None,
 ) -> AgentOutcome[R]:
-    """Run one role's turn until it gives a valid ``result_model`` or a bound ends it."""
+    """Run one role's turn until it gives a valid ``result_model`` or a bound ends it.
+
+    ``check`` is the framework's own check of a result (e.g. every surface candidate
+    classified); its problems are answered to the model like any invalid reply.
+    """
     transcript = transcript if transcript is not None else Transcript()
-    turn = _Turn(role, client, [], toolbox, result_model, budget, transcript, repeat_limit)
+    turn = _Turn(role, client, [], toolbox, result_model, budget, transcript, repeat_limit,
+                 check)
     transcript.write("start", role=role, model=client.model, max_steps=max_steps,
                      tools=[spec.name for spec in turn.specs])
     for message in messages:

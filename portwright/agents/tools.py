@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from portwright.agents.llm import ToolSpec
 from portwright.errors import ConfinementError, PortwrightError, ToolError
+from portwright.globs import match_any
 from portwright.sandboxes.base import Sandbox
 from portwright.vcs.git import open_repo
 
@@ -49,6 +50,10 @@ class Workspace:
     """Upper bound of one command's timeout, in seconds."""
     evidence: EvidenceSources | None = None
     """The deterministic evidence engines the evidence tools call."""
+    write_only: list[str] | None = None
+    """Globs a write must match (None: anywhere in the worktree), e.g. the test paths."""
+    write_never: list[str] = field(default_factory=list)
+    """Globs no write may match, e.g. the test paths while implementing."""
     _repos: dict[Path, git.Repo] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -75,7 +80,19 @@ class Workspace:
                 f"{rel!r} is in the upstream checkout, which is read-only; write the "
                 "downstream file instead"
             )
+        if write:
+            self._check_write_globs(rel, inside.as_posix())
         return resolved
+
+    def _check_write_globs(self, rel: str, inside: str) -> None:
+        if self.write_only is not None and not match_any(inside, self.write_only):
+            raise ConfinementError(
+                f"{rel!r} may not be written in this step; writable here: "
+                f"{', '.join(self.write_only)}")
+        if match_any(inside, self.write_never):
+            raise ConfinementError(
+                f"{rel!r} may not be written in this step (it matches "
+                f"{', '.join(self.write_never)}); the ported tests are fixed now")
 
     def upstream_path(self, rel: str) -> str:
         """``rel`` as a path inside the upstream tree at the pin (never leaving it)."""

@@ -1,0 +1,145 @@
+"""Rendering role prompts and assembling their context within a token ceiling.
+
+Templates live in :mod:`portwright.prompts` (``<role>.j2``), are loaded with
+:mod:`importlib.resources` and rendered by Jinja2 with :class:`~jinja2.StrictUndefined`.
+Messages are built static-first — the ``system`` block (role instructions, rules, spec)
+before the ``task`` block (what changes per turn) — so a provider's prefix cache serves
+the part every call of a run repeats. Context is made of cited ranges (:class:`Excerpt`),
+never whole files, and cut to the role's token ceiling.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+from functools import cache
+from typing import Any
+
+import git
+import jinja2
+from pydantic import BaseModel, ConfigDict, Field
+
+from portwright.agents.llm import Message, estimate_tokens
+from portwright.errors import RunFailure, ToolError
+
+logger = logging.getLogger(__name__)
+
+BLOCKS = ("system", "task")
+
+
+class ContextTooLarge(RunFailure):
+    """A role's fixed context (instructions, rules, spec) alone exceeds its token ceiling."""
+
+
+class PromptError(RunFailure):
+    """A prompt template is missing, lacks a block, or needs a key it was not given."""
+
+
+class Excerpt(BaseModel):
+    """A cited range of a file, with line numbers: what context is built from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    ref: str
+    """``upstream src/a.py:10-20@1a2b3c4d5e6f`` or ``downstream lib/a.cpp:3-9``."""
+    text: str
+    """The lines, numbered."""
+    why: str = ""
+    """Why it is in the context (the evidence that cited it)."""
+    tokens: int = Field(default=0, ge=0)
+    """Estimated tokens (filled by :func:`cite`)."""
+
+
+def cite(repo: git.Repo, rev: str, path: str, start: int, end: int, *,
+         side: str = "upstream", why: str = "") -> Excerpt:
+    """The lines ``start``-``end`` of ``path`` at ``rev``, numbered."""
+    try:
+        text = str(repo.git.show(f"{rev}:{path}", strip_newline_in_stdout=False))
+    except git.GitCommandError as exc:
+        raise ToolError(f"{path} does not exist at {rev[:12]}") from exc
+    lines = text.splitlines()
+    last = min(end, len(lines))
+    body = "\n".join(f"{n:>6}\t{lines[n - 1]}" for n in range(max(start, 1), last + 1))
+    at = f"@{rev[:12]}" if side == "upstream" else ""
+    ref = f"{side} {path}:{start}-{last}{at}"
+    return Excerpt(ref=ref, text=body, why=why, tokens=estimate_tokens(body))
+
+
+def within_ceiling(excerpts: list[Excerpt], tokens: int) -> tuple[list[Excerpt], list[str]]:
+    """The excerpts that fit in ``tokens`` (in order), and the refs of those left out."""
+    kept: list[Excerpt] = []
+    left: list[str] = []
+    used = 0
+    for excerpt in excerpts:
+        cost = excerpt.tokens or estimate_tokens(excerpt.text)
+        if used + cost <= tokens:
+            kept.append(excerpt)
+            used += cost
+        else:
+            left.append(excerpt.ref)
+    return kept, left
+
+
+@cache
+def _source(name: str) -> str:
+    resource = importlib.resources.files("portwright.prompts").joinpath(name)
+    if not resource.is_file():
+        raise PromptError(f"no prompt template {name} in portwright/prompts")
+    return resource.read_text(encoding="utf-8")
+
+
+def template_names() -> list[str]:
+    """Every ``*.j2`` shipped in :mod:`portwright.prompts`."""
+    folder = importlib.resources.files("portwright.prompts")
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".j2"))
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(_source),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+
+
+def render_blocks(template_name: str, values: dict[str, Any]) -> dict[str, str]:
+    """The ``system`` and ``task`` blocks of a template rendered with ``values``."""
+    env = _environment()
+    try:
+        template = env.get_template(template_name)
+        context = template.new_context(values)
+        out = {}
+        for block in BLOCKS:
+            if block not in template.blocks:
+                raise PromptError(f"prompt template {template_name} has no {{% block {block} %}}")
+            out[block] = "".join(template.blocks[block](context)).strip() + "\n"
+    except jinja2.UndefinedError as exc:
+        raise PromptError(f"prompt template {template_name}: {exc.message}") from exc
+    except jinja2.TemplateSyntaxError as exc:
+        raise PromptError(f"prompt template {template_name}:{exc.lineno}: {exc.message}"
+                          ) from exc
+    return out
+
+
+def build_messages(template_name: str, values: dict[str, Any], *, ceiling: int,
+                   excerpts: list[Excerpt] | None = None) -> list[Message]:
+    """System then user message, static first; excerpts cut to what the ceiling leaves.
+
+    ``values`` must not hold ``excerpts`` / ``omitted``: they are filled here.
+    """
+    fixed = render_blocks(template_name, {**values, "excerpts": [], "omitted": []})
+    fixed_tokens = sum(estimate_tokens(text) for text in fixed.values())
+    if fixed_tokens > ceiling:
+        raise ContextTooLarge(
+            f"{template_name}: the fixed context needs ~{fixed_tokens} tokens, over the "
+            f"ceiling of {ceiling} ([model] context_tokens); shorten the spec or the rules")
+    kept, omitted = within_ceiling(list(excerpts or []), ceiling - fixed_tokens)
+    if omitted:
+        logger.info("%s: %d excerpts left out for the context ceiling", template_name,
+                    len(omitted))
+    blocks = render_blocks(template_name, {**values, "excerpts": kept, "omitted": omitted})
+    return [Message(role="system", content=blocks["system"]),
+            Message(role="user", content=blocks["task"])]

@@ -1,0 +1,56 @@
+"""The enumerator: classify every candidate surface item of an upstream symbol.
+
+The framework lists the candidates (syntax trees over upstream at the pin, the tests
+that reference the symbol); the model classifies each one. A classification that skips
+a candidate, invents one or classifies one twice is refused and answered back.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from portwright.agents.prompting import Excerpt
+from portwright.agents.results import SurfaceClassification
+from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
+
+
+class EnumeratorContext(RoleContext):
+    """What the enumerator is given."""
+
+    symbol: str
+    """The upstream symbol being ported."""
+    pin: str
+    """The upstream revision."""
+    row: str = ""
+    """The parity row, if any."""
+    candidates: list[str] = Field(min_length=1)
+    """The framework's candidate items; each must be classified exactly once."""
+
+
+def _check(context: EnumeratorContext, result: SurfaceClassification) -> list[str]:
+    return result.problems(context.candidates)
+
+
+def sample() -> EnumeratorContext:
+    return EnumeratorContext(
+        rules_prose="<!-- AGENTS.md -->\n# Port rules\n\nFollow upstream semantics exactly.",
+        symbol="rope_scaling",
+        pin="0123456789abcdef0123456789abcdef01234567",
+        row="| rope scaling | missing | specs/rope.md |",
+        candidates=["mode: linear", "mode: dynamic", "default: factor=1.0",
+                    "error: factor <= 0", "test: tests/test_attn.py::test_rope"],
+        excerpts=[Excerpt(ref="upstream src/attn.py:1-2@0123456789ab",
+                          text="     1\tdef rope_scaling(x):\n     2\t    return x * 2",
+                          why="definition")],
+    )
+
+
+ROLE: Role[EnumeratorContext, SurfaceClassification] = Role(
+    name="enumerator",
+    template="enumerator.j2",
+    context=EnumeratorContext,
+    result=SurfaceClassification,
+    tools=(*READ_TOOLS, "surface_candidates"),
+    check=_check,
+    sample=sample,
+)

@@ -1,0 +1,177 @@
+"""Tools and their confinement: the worktree read-write, upstream read-only at the pin."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+from portwright.agents.tools import InvalidToolCall, Toolbox, Workspace
+from portwright.errors import ConfinementError, ToolError
+from tests.agents.conftest import tree_snapshot
+
+ALL = ["read_file", "show_upstream", "list_dir", "search", "git_history", "write_file",
+       "edit_file", "run_command"]
+
+
+def box(pair: dict[str, Any], names: list[str] | None = None) -> Toolbox:
+    return Toolbox(pair["workspace"], names or ALL)
+
+
+def call(toolbox: Toolbox, name: str, **args: Any) -> str:
+    return toolbox.call(name, json.dumps(args))
+
+
+def test_read_file_with_line_numbers_and_ranges(pair: dict[str, Any]) -> None:
+    tools = box(pair)
+    assert call(tools, "read_file", path="notes.txt") == (
+        "notes.txt\n     1\talpha\n     2\tbeta\n     3\tgamma")
+    assert call(tools, "read_file", path="notes.txt", start_line=2, end_line=2) == (
+        "notes.txt\n     2\tbeta\n[lines 3-3 not shown]")
+    with pytest.raises(ToolError, match="past the end"):
+        call(tools, "read_file", path="notes.txt", start_line=9)
+    with pytest.raises(ToolError, match="no such file"):
+        call(tools, "read_file", path="missing.txt")
+
+
+def test_upstream_is_read_at_the_pin(pair: dict[str, Any]) -> None:
+    tools = box(pair)
+    shown = call(tools, "show_upstream", path="src/attn.py", start_line=1, end_line=2)
+    assert shown.splitlines()[0] == f"upstream src/attn.py@{pair['pin'][:12]}"
+    assert "     1\tdef rope_scaling(x):" in shown
+    # a file committed after the pin does not exist for the agent
+    with pytest.raises(ToolError, match="not a file in upstream"):
+        call(tools, "show_upstream", path="src/late.py")
+    assert call(tools, "list_dir", path=".", repo="upstream") == "src/\ntests/"
+    assert call(tools, "list_dir", path="src", repo="upstream") == "attn.py"
+    assert call(tools, "list_dir") == "AGENTS.md\nlib/\nnotes.txt"
+
+
+def test_search_and_history(pair: dict[str, Any]) -> None:
+    tools = box(pair)
+    found = call(tools, "search", pattern="rope_scaling", repo="upstream", path="src")
+    assert found == "src/attn.py:1:def rope_scaling(x):"
+    assert call(tools, "search", pattern="LATE", repo="upstream") == "no matches"
+    assert call(tools, "search", pattern="beta") == "notes.txt:2:beta"
+    assert call(tools, "search", pattern="(", fixed_strings=True, path="lib").startswith(
+        "lib/attn.cpp:1:")
+    history = call(tools, "git_history", term="rope_scaling", repo="upstream")
+    assert history.endswith("upstream v1") and len(history.splitlines()) == 1
+    assert call(tools, "git_history", term="rope_scaling") == "no commits"
+    assert "port start" in call(tools, "git_history", term="other\\(", mode="G")
+
+
+def test_write_and_edit(pair: dict[str, Any]) -> None:
+    tools = box(pair)
+    root = pair["downstream"].path
+    assert call(tools, "write_file", path="lib/new/rope.cpp", content="int a;\nint b;\n") == (
+        "wrote 14 bytes to lib/new/rope.cpp")
+    assert call(tools, "edit_file", path="lib/new/rope.cpp", search="int b;",
+                replace="int c;") == "edited lib/new/rope.cpp at line 2"
+    assert (root / "lib/new/rope.cpp").read_text() == "int a;\nint c;\n"
+    before = tree_snapshot(root)
+    with pytest.raises(ToolError, match="not in the file"):
+        call(tools, "edit_file", path="lib/new/rope.cpp", search="int z;", replace="")
+    (root / "lib/twice.txt").write_text("x\nx\n")
+    before = tree_snapshot(root)
+    with pytest.raises(ToolError, match="occurs 2 times"):
+        call(tools, "edit_file", path="lib/twice.txt", search="x", replace="y")
+    assert tree_snapshot(root) == before
+
+
+def test_run_command_in_the_sandbox(pair: dict[str, Any]) -> None:
+    tools = box(pair)
+    out = call(tools, "run_command", command="cat notes.txt | wc -l; echo err >&2; exit 3")
+    assert out.startswith("exit code 3")
+    assert "--- stdout\n3" in out and "--- stderr\nerr" in out
+    slow = call(tools, "run_command", command="sleep 5", timeout=0.3)
+    assert "timeout" in slow
+    no_sandbox = Toolbox(Workspace(worktree=pair["downstream"].path), ["run_command"])
+    with pytest.raises(ToolError, match="no sandbox"):
+        call(no_sandbox, "run_command", command="true")
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("read_file", {"path": "../upstream/src/attn.py"}),
+    ("read_file", {"path": "lib/../../upstream/src/attn.py"}),
+    ("read_file", {"path": "/etc/passwd"}),
+    ("read_file", {"path": "~/.bashrc"}),
+    ("read_file", {"path": "escape/passwd"}),
+    ("read_file", {"path": ".git/config"}),
+    ("list_dir", {"path": ".."}),
+    ("list_dir", {"path": "escape"}),
+    ("list_dir", {"path": "../", "repo": "upstream"}),
+    ("show_upstream", {"path": "../downstream/notes.txt"}),
+    ("show_upstream", {"path": "/etc/passwd"}),
+    ("search", {"pattern": "root", "path": "../upstream"}),
+    ("search", {"pattern": "x", "repo": "upstream", "path": "/etc"}),
+    ("git_history", {"term": "x", "path": "../upstream"}),
+    ("write_file", {"path": "../upstream/src/attn.py", "content": "pwned"}),
+    ("write_file", {"path": "../outside.txt", "content": "pwned"}),
+    ("write_file", {"path": "/tmp/outside.txt", "content": "pwned"}),
+    ("write_file", {"path": "escape/new.txt", "content": "pwned"}),
+    ("write_file", {"path": "up/src/attn.py", "content": "pwned"}),
+    ("write_file", {"path": "linkfile", "content": "pwned"}),
+    ("write_file", {"path": ".git/hooks/post-commit", "content": "pwned"}),
+    ("edit_file", {"path": "up/src/attn.py", "search": "x * 2", "replace": "x"}),
+    ("edit_file", {"path": "../upstream/src/attn.py", "search": "x * 2", "replace": "x"}),
+])
+def test_every_escape_is_refused_and_nothing_changes(pair: dict[str, Any], tool: str,
+                                                     args: dict[str, Any]) -> None:
+    root, upstream = pair["downstream"].path, pair["upstream"].path
+    outside = root.parent / "secret"
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0\n")
+    os.symlink(outside, root / "escape")                     # a directory symlink out
+    os.symlink(upstream, root / "up")                        # a symlink into upstream
+    os.symlink(upstream / "src/attn.py", root / "linkfile")  # a file symlink into upstream
+    before_down, before_up = tree_snapshot(root), tree_snapshot(upstream)
+    before_outside = tree_snapshot(outside)
+    with pytest.raises(ConfinementError):
+        box(pair).call(tool, json.dumps(args))
+    assert tree_snapshot(root) == before_down
+    assert tree_snapshot(upstream) == before_up
+    assert tree_snapshot(outside) == before_outside
+    assert not (root.parent / "outside.txt").exists()
+    assert not (root / ".git/hooks/post-commit").exists()
+
+
+def test_upstream_checkout_inside_the_worktree_is_read_only(make_repo: Any) -> None:
+    downstream = make_repo("down")
+    downstream.commit("init", {"third_party/up/a.py": "A = 1\n", "main.cpp": "int x;\n"})
+    workspace = Workspace(worktree=downstream.path, upstream=downstream.path / "third_party/up",
+                          pin=downstream.head())
+    tools = Toolbox(workspace, ["write_file", "read_file"])
+    with pytest.raises(ConfinementError, match="read-only"):
+        call(tools, "write_file", path="third_party/up/a.py", content="A = 2\n")
+    assert (downstream.path / "third_party/up/a.py").read_text() == "A = 1\n"
+    assert "A = 1" in call(tools, "read_file", path="third_party/up/a.py")
+
+
+def test_malformed_calls_are_invalid_tool_calls(pair: dict[str, Any]) -> None:
+    tools = box(pair, ["read_file"])
+    with pytest.raises(InvalidToolCall, match="unknown tool"):
+        tools.call("write_file", "{}")
+    with pytest.raises(InvalidToolCall, match="not valid JSON"):
+        tools.call("read_file", "{path:")
+    with pytest.raises(InvalidToolCall, match="JSON object"):
+        tools.call("read_file", "[1]")
+    with pytest.raises(InvalidToolCall, match="start_line"):
+        tools.call("read_file", json.dumps({"path": "a", "start_line": 0}))
+
+
+def test_output_is_capped(pair: dict[str, Any]) -> None:
+    pair["workspace"].output_chars = 100
+    (pair["downstream"].path / "big.txt").write_text("line\n" * 500)
+    out = call(box(pair), "read_file", path="big.txt")
+    assert len(out) < 200 and "more characters cut" in out
+
+
+def test_tool_schemas_come_from_the_argument_models(pair: dict[str, Any]) -> None:
+    specs = {s.name: s for s in box(pair).specs()}
+    edit = specs["edit_file"].parameters
+    assert edit["required"] == ["path", "search", "replace"]
+    assert edit["additionalProperties"] is False
+    assert "must occur exactly once" in edit["properties"]["search"]["description"]
