@@ -69,18 +69,22 @@ def test_tool_calling_loop_reaches_a_structured_result(httpserver: HTTPServer,
     assert [t["function"]["name"] for t in first["tools"]] == ["read_file", SUBMIT]
     assert first["tools"][0]["function"]["parameters"]["required"] == ["path"]
     tool_answer = second["messages"][-1]
-    assert tool_answer["role"] == "tool" and tool_answer["tool_call_id"] == "call_0"
+    assert tool_answer["role"] == "tool"
+    assert tool_answer["tool_call_id"] == "call_0"
     assert "     2\tbeta" in tool_answer["content"]
     # usage: every field counted, cost from the price table (cached tokens at their price)
     spent = run_budget.report()["run"]
     assert spent.calls == 2
-    assert spent.usage.prompt_tokens == 250 and spent.usage.cached_tokens == 160
-    assert spent.usage.reasoning_tokens == 5 and spent.usage.completion_tokens == 40
+    assert spent.usage.prompt_tokens == 250
+    assert spent.usage.cached_tokens == 160
+    assert spent.usage.reasoning_tokens == 5
+    assert spent.usage.completion_tokens == 40
     expected = ((250 - 160) * 2.0 + 160 * 0.5 + 40 * 8.0) / 1e6
     assert spent.cost_usd == pytest.approx(expected)
     events = read_transcript(tmp_path / "t.jsonl")
     assert [e["event"] for e in events][:4] == ["start", "message", "message", "usage"]
-    assert events[-1]["event"] == "end" and events[-1]["result"] == {"value": "beta",
+    assert events[-1]["event"] == "end"
+    assert events[-1]["result"] == {"value": "beta",
                                                                      "lines": 3}
 
 
@@ -153,7 +157,8 @@ def test_malformed_tool_arguments_are_answered_and_recovered_from(
     bodies = sent_bodies(httpserver)
     answers = [b["messages"][-1]["content"] for b in bodies[1:4]]
     assert "not valid JSON" in answers[0]
-    assert "path: Field required" in answers[1] and "file: Extra inputs" in answers[1]
+    assert "path: Field required" in answers[1]
+    assert "file: Extra inputs" in answers[1]
     assert "unknown tool 'delete_everything'" in answers[2]
 
 
@@ -202,9 +207,9 @@ def test_structured_output_through_response_format(httpserver: HTTPServer) -> No
 
 
 def test_real_model_requests_are_refused_in_tests() -> None:
-    with pytest.raises(RealModelRefused, match="api.openai.com"):
+    with pytest.raises(RealModelRefused, match=r"api\.openai\.com"):
         OpenAIClient(model="gpt-4.1")
-    with pytest.raises(RealModelRefused, match="models.example.com"):
+    with pytest.raises(RealModelRefused, match=r"models\.example\.com"):
         OpenAIClient.from_config(ModelConfig(base_url="https://models.example.com/v1"),
                                  environ={"PORTWRIGHT_REFUSE_REAL_MODELS": "1",
                                           "OPENAI_API_KEY": "sk-x"})

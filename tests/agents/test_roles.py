@@ -21,8 +21,15 @@ from portwright.agents.prompting import (
     render_blocks,
     template_names,
 )
-from portwright.agents.roles import ROLES, ContextLeak, check_fresh
-from portwright.agents.roles import enumerator, gap_verifier, implementer, reviewer
+from portwright.agents.roles import (
+    ROLES,
+    ContextLeak,
+    check_fresh,
+    enumerator,
+    gap_verifier,
+    implementer,
+    reviewer,
+)
 from portwright.agents.transcript import Transcript
 from portwright.config import ModelBudget
 from portwright.rules import load_rules
@@ -56,7 +63,7 @@ def test_templates_are_strict_about_missing_keys() -> None:
     del values["pin"]
     with pytest.raises(PromptError, match="'pin' is undefined"):
         render_blocks("gap_verifier.j2", {**values, "excerpts": [], "omitted": []})
-    with pytest.raises(PromptError, match="no prompt template nope.j2"):
+    with pytest.raises(PromptError, match=r"no prompt template nope\.j2"):
         render_blocks("nope.j2", {})
 
 
@@ -81,7 +88,8 @@ def test_context_is_cut_to_the_ceiling(make_repo: Any) -> None:
     context = gap_verifier.sample().model_copy(update={"excerpts": [excerpt, huge]})
     messages = gap_verifier.ROLE.messages(context, ceiling=1200)
     task = messages[1].content or ""
-    assert "x10 = 10" in task and "x399 = 399" not in task
+    assert "x10 = 10" in task
+    assert "x399 = 399" not in task
     assert f"Left out for the context ceiling (read them with the tools if you need them): " \
            f"upstream big.py:1-400@{sha[:12]}" in task
     with pytest.raises(ContextTooLarge, match="ceiling of 100"):
@@ -95,7 +103,8 @@ def test_agents_are_told_the_downstream_rules(pair: dict[str, Any]) -> None:
     context = reviewer.sample().model_copy(
         update={"rules_prose": rules.prose_for(["lib/attn.cpp"])})
     system = reviewer.ROLE.messages(context)[0].content or ""
-    assert "Keep the port faithful." in system and "No exceptions in lib/." in system
+    assert "Keep the port faithful." in system
+    assert "No exceptions in lib/." in system
 
 
 def verdict(status: str = "missing", **extra: Any) -> dict[str, Any]:
@@ -165,7 +174,8 @@ def test_implementer_modes_are_confined(pair: dict[str, Any]) -> None:
     assert outcome.ok
     answers = [m.content or "" for m in outcome.messages if m.role == "tool"]
     assert "may not be written in this step" in answers[0]
-    assert not (root / "lib/rope.cpp").exists() and (root / "tests/test_rope.py").exists()
+    assert not (root / "lib/rope.cpp").exists()
+    assert (root / "tests/test_rope.py").exists()
 
     model = ScriptedModel.from_replies([
         call("edit_file", {"path": "tests/test_rope.py", "search": "assert 0",
@@ -216,7 +226,8 @@ def test_reviewer_starts_from_a_fresh_context(pair: dict[str, Any]) -> None:
     review = reviewer.ROLE.run(context, client=ScriptedModel(review_script),
                                workspace=pair["workspace"], budget=role_budget("reviewer"),
                                forbidden=impl.messages)
-    assert review.ok and review.unwrap().decision == "changes_requested"
+    assert review.ok
+    assert review.unwrap().decision == "changes_requested"
     implementer_texts = [m.content for m in impl.messages
                          if m.role in ("assistant", "tool") and m.content]
     implementer_texts += [c.arguments for m in impl.messages for c in m.tool_calls]
@@ -250,7 +261,8 @@ def test_review_findings_must_be_on_changed_files(pair: dict[str, Any]) -> None:
     transcript = Transcript()
     outcome = reviewer.ROLE.run(reviewer.sample(), client=model, workspace=pair["workspace"],
                                 budget=role_budget("reviewer"), transcript=transcript)
-    assert outcome.ok and outcome.invalid_replies == 1
+    assert outcome.ok
+    assert outcome.invalid_replies == 1
     invalid = [e for e in transcript.events if e["event"] == "invalid"]
     assert "notes.txt, which the diff does not change" in invalid[0]["detail"]
 

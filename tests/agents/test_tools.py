@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
@@ -58,7 +57,8 @@ def test_search_and_history(pair: dict[str, Any]) -> None:
     assert call(tools, "search", pattern="(", fixed_strings=True, path="lib").startswith(
         "lib/attn.cpp:1:")
     history = call(tools, "git_history", term="rope_scaling", repo="upstream")
-    assert history.endswith("upstream v1") and len(history.splitlines()) == 1
+    assert history.endswith("upstream v1")
+    assert len(history.splitlines()) == 1
     assert call(tools, "git_history", term="rope_scaling") == "no commits"
     assert "port start" in call(tools, "git_history", term="other\\(", mode="G")
 
@@ -85,7 +85,8 @@ def test_run_command_in_the_sandbox(pair: dict[str, Any]) -> None:
     tools = box(pair)
     out = call(tools, "run_command", command="cat notes.txt | wc -l; echo err >&2; exit 3")
     assert out.startswith("exit code 3")
-    assert "--- stdout\n3" in out and "--- stderr\nerr" in out
+    assert "--- stdout\n3" in out
+    assert "--- stderr\nerr" in out
     slow = call(tools, "run_command", command="sleep 5", timeout=0.3)
     assert "timeout" in slow
     no_sandbox = Toolbox(Workspace(worktree=pair["downstream"].path), ["run_command"])
@@ -124,9 +125,9 @@ def test_every_escape_is_refused_and_nothing_changes(pair: dict[str, Any], tool:
     outside = root.parent / "secret"
     outside.mkdir()
     (outside / "passwd").write_text("root:x:0:0\n")
-    os.symlink(outside, root / "escape")                     # a directory symlink out
-    os.symlink(upstream, root / "up")                        # a symlink into upstream
-    os.symlink(upstream / "src/attn.py", root / "linkfile")  # a file symlink into upstream
+    (root / "escape").symlink_to(outside)                     # a directory symlink out
+    (root / "up").symlink_to(upstream)                        # a symlink into upstream
+    (root / "linkfile").symlink_to(upstream / "src/attn.py")  # a file symlink into upstream
     before_down, before_up = tree_snapshot(root), tree_snapshot(upstream)
     before_outside = tree_snapshot(outside)
     with pytest.raises(ConfinementError):
@@ -166,7 +167,8 @@ def test_output_is_capped(pair: dict[str, Any]) -> None:
     pair["workspace"].output_chars = 100
     (pair["downstream"].path / "big.txt").write_text("line\n" * 500)
     out = call(box(pair), "read_file", path="big.txt")
-    assert len(out) < 200 and "more characters cut" in out
+    assert len(out) < 200
+    assert "more characters cut" in out
 
 
 def test_tool_schemas_come_from_the_argument_models(pair: dict[str, Any]) -> None:
