@@ -291,14 +291,14 @@ class Remapped(BaseModel):
 
 def _renamed_path(repo: git.Repo, old_rev: str, new_rev: str, path: str) -> str | None:
     try:
-        out = str(repo.git.diff("--name-status", "-M", "-z", old_rev, new_rev, "--", path, ""))
+        out = str(repo.git.diff("--name-status", "-M", "-z", old_rev, new_rev))
     except git.GitCommandError:
         return None
     fields = [f for f in out.split("\0") if f]
     index = 0
     while index < len(fields):
         status = fields[index]
-        if status.startswith("R") and index + 2 < len(fields) + 1:
+        if status.startswith("R") and index + 2 < len(fields):
             if fields[index + 1] == path:
                 return fields[index + 2]
             index += 3
