@@ -1,0 +1,453 @@
+"""DockerSandbox: one long-lived, hardened container per run; one ``exec`` per command.
+
+The container's main process is ``sleep infinity`` under ``tini`` (``init=True``),
+running as an unprivileged uid that differs from the command user. Commands are
+exec'd as the worktree owner's ``uid:gid`` (files they write stay the host user's)
+with no network, a read-only root, a size-capped ``/tmp`` tmpfs, every capability
+dropped, ``no-new-privileges``, pids / memory (swap included) / cpu limits and no log
+driver. Nothing of the host environment passes in: only :func:`base_env`, the
+config's ``env`` and what the caller gives.
+
+Each command runs under a small ``sh`` wrapper that, once the command exits, kills
+every process of the command user (``kill -9 -1`` reaches all of that uid's processes
+in the container except the caller and init): background daemons and ``setsid``
+escapees end with their command. On timeout or at the output cap the host freezes
+the container (``pause``), SIGKILLs every process of the command user found in the
+container's cgroup and thaws it; this works when the pids limit is exhausted and
+leaves the container usable. An out-of-memory kill is read from the container's
+memory cgroup counter (``oom_kill``), because an exec'd command killed for memory
+only shows exit 137.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import docker
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.models.containers import Container
+from docker.types import CancellableStream, LogConfig
+from docker.types import Mount as DockerMount
+
+from portwright.config import SandboxConfig
+from portwright.errors import EngineUnavailable, ImageMissing, SandboxDied, SandboxError
+from portwright.sandboxes.base import ExecResult
+from portwright.sandboxes.local import base_env, resolve_cwd
+from portwright.sandboxes.mounts import sandbox_mounts
+from portwright.sandboxes.output import LogNamer, OutputSink
+from portwright.sandboxes.selection import DOCKER_FIX
+
+logger = logging.getLogger(__name__)
+
+LABEL_RUN = "portwright.run"
+LABEL_CREATED = "portwright.created-at"
+LABEL_OWNER = "portwright.owner"
+LABEL_HOST = "portwright.host"
+LABEL_WORKTREE = "portwright.worktree"
+
+SANDBOX_HOME = "/tmp/home"
+_WRAPPER = (
+    'mkdir -p "$HOME" 2>/dev/null; "$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+)
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def owner_token(pid: int | None = None) -> str:
+    """``pid:starttime`` of a process: names it even after its pid is reused."""
+    pid = os.getpid() if pid is None else pid
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return f"{pid}:{fields[19]}"
+
+
+def owner_alive(token: str) -> bool:
+    """Whether the process named by an :func:`owner_token` still runs."""
+    pid_text, _, _ = token.partition(":")
+    try:
+        return owner_token(int(pid_text)) == token
+    except (ValueError, OSError, IndexError):
+        return False
+
+
+def docker_client(timeout: int = 60) -> docker.DockerClient:
+    """A client of the local engine, or :class:`EngineUnavailable` with how to start it."""
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except DockerException as exc:
+        raise EngineUnavailable(f"the Docker engine does not answer: {exc}",
+                                fix=DOCKER_FIX) from exc
+    except Exception as exc:  # requests' connection errors
+        raise EngineUnavailable(f"the Docker engine does not answer: {exc}",
+                                fix=DOCKER_FIX) from exc
+    return client
+
+
+class DockerSandbox:
+    """A hardened container for one run; commands by ``exec`` as the worktree owner."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        worktree: Path,
+        *,
+        config: SandboxConfig,
+        run_id: str,
+        log_dir: Path,
+        upstream: Path | None = None,
+        image: str | None = None,
+    ) -> None:
+        self.worktree = worktree.resolve()
+        self.upstream = upstream.resolve() if upstream is not None else None
+        self.config = config
+        self.run_id = run_id
+        self.log_dir = log_dir
+        self.image = image
+        self.container: Container | None = None
+        self.setup_results: list[ExecResult] = []
+        self._client: docker.DockerClient | None = None
+        self._logs = LogNamer(log_dir)
+        self._lock = threading.Lock()
+        stat = self.worktree.stat() if self.worktree.exists() else None
+        self.uid = stat.st_uid if stat else os.getuid()
+        self.gid = stat.st_gid if stat else os.getgid()
+        self._cgroups: dict[str, Path | None] = {}
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        if not self.worktree.is_dir():
+            raise SandboxError(f"worktree {self.worktree} does not exist",
+                               fix="create the run's worktree before opening its sandbox")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._client = docker_client()
+        try:
+            self._start()
+            for command in self.config.setup:
+                result = self.exec(["sh", "-c", command])
+                self.setup_results.append(result)
+                if not result.ok:
+                    raise SandboxError(
+                        f"sandbox setup command failed (exit {result.exit_code}): {command}",
+                        fix=f"see its log {result.log_path}; fix [sandbox] setup in "
+                            "portwright.toml",
+                    )
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _image(self) -> str:
+        if self.image is not None:
+            return self.image
+        from portwright.sandboxes.images import ensure_image
+
+        assert self._client is not None
+        self.image = ensure_image(self.config, self.worktree, client=self._client)
+        return self.image
+
+    def _start(self) -> None:
+        assert self._client is not None
+        image = self._image()
+        main_user = 65534 if self.uid != 65534 else 65533
+        mounts = [DockerMount(target=str(m.path), source=str(m.path), type="bind",
+                              read_only=m.read_only)
+                  for m in sandbox_mounts(self.worktree, self.upstream)]
+        labels = {
+            LABEL_RUN: self.run_id,
+            LABEL_CREATED: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            LABEL_OWNER: owner_token(),
+            LABEL_HOST: socket.gethostname(),
+            LABEL_WORKTREE: str(self.worktree),
+        }
+        try:
+            self.container = self._client.containers.run(
+                image,
+                ["sleep", "infinity"],
+                detach=True,
+                init=True,
+                user=f"{main_user}:{main_user}",
+                network_mode="bridge" if self.config.network else "none",
+                read_only=True,
+                tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={self.config.tmpfs_size},mode=1777"},
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                pids_limit=self.config.pids,
+                mem_limit=self.config.memory,
+                memswap_limit=self.config.memory,
+                nano_cpus=int(self.config.cpus * 1e9),
+                log_config=LogConfig(type="none"),
+                labels=labels,
+                mounts=mounts,
+                working_dir=str(self.worktree),
+                stdin_open=False,
+            )
+        except ImageNotFound as exc:
+            raise ImageMissing(f"sandbox image {image!r} does not exist",
+                               fix="build it: `portwright sandbox base-image`") from exc
+        except APIError as exc:
+            raise SandboxError(f"cannot start the sandbox container: {exc.explanation or exc}",
+                               fix=_api_fix(exc)) from exc
+        logger.info("sandbox container %s started for run %s (%s)",
+                    self.container.short_id, self.run_id, image)
+
+    def close(self) -> None:
+        """Remove the container (and everything still running in it)."""
+        container, self.container = self.container, None
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except NotFound:
+                pass
+            except APIError as exc:
+                logger.warning("could not remove sandbox container %s: %s",
+                               container.short_id, exc)
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # -- commands --------------------------------------------------------------------
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> ExecResult:
+        """Run ``argv`` in the container as the worktree owner; wait; kill it at ``timeout``."""
+        if self.container is None or self._client is None:
+            raise SandboxError("the Docker sandbox is not open",
+                               fix="use it as a context manager: `with sandbox as sb:`")
+        if not argv:
+            raise SandboxError("empty command", fix="pass the program and its arguments")
+        limit = self.config.timeout if timeout is None else timeout
+        environment = base_env(SANDBOX_HOME)
+        environment.update(self.config.env)
+        environment.update(env or {})
+        workdir = resolve_cwd(self.worktree, cwd)
+        with self._lock:
+            return self._exec(list(argv), limit, environment, workdir)
+
+    def _exec(self, argv: list[str], limit: float, env: dict[str, str],
+              workdir: Path) -> ExecResult:
+        assert self.container is not None
+        assert self._client is not None
+        api = self._client.api
+        sink = OutputSink(self._logs.next(argv), tail_bytes=self.config.tail_bytes,
+                          cap=self.config.output_cap)
+        oom_before = self._oom_count()
+        start = time.monotonic()
+        try:
+            exec_id = api.exec_create(
+                self.container.id, ["sh", "-c", _WRAPPER, "portwright-exec", *argv],
+                user=f"{self.uid}:{self.gid}", environment=env, workdir=str(workdir),
+            )["Id"]
+            stream: CancellableStream[Any] = api.exec_start(exec_id, stream=True, demux=True)
+        except APIError as exc:
+            sink.close()
+            raise self._died(exc) from exc
+        capped = threading.Event()
+        failure: list[BaseException] = []
+
+        def pump() -> None:
+            try:
+                for out, err in stream:
+                    full = bool(out) and not sink.feed("stdout", out or b"")
+                    full = (bool(err) and not sink.feed("stderr", err or b"")) or full
+                    if full and not capped.is_set():
+                        capped.set()
+                        self._kill_commands()
+            except Exception as exc:  # the connection broke: reported below
+                failure.append(exc)
+            finally:
+                _close_stream(stream)
+
+        reader = threading.Thread(target=pump, name="sandbox-exec-reader", daemon=True)
+        reader.start()
+        reader.join(limit)
+        timed_out = reader.is_alive()
+        if timed_out:
+            self._kill_commands()
+            reader.join(30)
+            if reader.is_alive():
+                sink.close()
+                raise SandboxDied("a timed-out command could not be stopped in the container",
+                                  fix="remove the container: `portwright sandbox prune`")
+        duration = time.monotonic() - start
+        try:
+            info: dict[str, Any] = api.exec_inspect(exec_id)
+        except APIError as exc:
+            sink.close()
+            raise self._died(exc) from exc
+        if failure:
+            logger.warning("sandbox output stream broke: %s", failure[0])
+            self._check_alive()
+        exit_code = info.get("ExitCode")
+        oom = self._oom_count()
+        oom_killed = oom is not None and oom_before is not None and oom > oom_before
+        return sink.result(argv, exit_code=-1 if exit_code is None else int(exit_code),
+                           duration=duration, timed_out=timed_out and not capped.is_set(),
+                           oom_killed=oom_killed)
+
+    # -- killing and counting --------------------------------------------------------
+
+    def _cgroup(self, controller: str) -> Path | None:
+        """The container's cgroup folder for ``controller`` on the host (v1 or v2)."""
+        if controller in self._cgroups:
+            return self._cgroups[controller]
+        assert self.container is not None
+        cid = str(self.container.id)
+        candidates = [
+            _CGROUP_ROOT / controller / "docker" / cid,
+            _CGROUP_ROOT / controller / "system.slice" / f"docker-{cid}.scope",
+            _CGROUP_ROOT / "system.slice" / f"docker-{cid}.scope",
+            _CGROUP_ROOT / "docker" / cid,
+        ]
+        found = next((p for p in candidates if p.is_dir()), None)
+        self._cgroups[controller] = found
+        return found
+
+    def _oom_count(self) -> int | None:
+        """The container's ``oom_kill`` counter (None when it cannot be read)."""
+        folder = self._cgroup("memory")
+        if folder is None:
+            return self._oom_count_inside()
+        for name in ("memory.oom_control", "memory.events"):
+            path = folder / name
+            if path.is_file():
+                return _oom_kill_field(path.read_text())
+        return None
+
+    def _oom_count_inside(self) -> int | None:
+        """Fallback when the host cgroup is not visible: read it from inside (one exec)."""
+        assert self.container is not None
+        try:
+            _code, out = self.container.exec_run(
+                ["sh", "-c", "cat /sys/fs/cgroup/memory/memory.oom_control "
+                             "/sys/fs/cgroup/memory.events 2>/dev/null"], user="0")
+        except APIError:
+            return None
+        return _oom_kill_field(out.decode(errors="replace")) if isinstance(out, bytes) else None
+
+    def _kill_commands(self) -> None:
+        """SIGKILL every process of the command user in the container, escapees included."""
+        assert self.container is not None
+        procs = self._cgroup("pids") or self._cgroup("memory")
+        if procs is None:
+            self._kill_inside()
+            return
+        paused = False
+        try:
+            self.container.pause()
+            paused = True
+        except APIError as exc:
+            logger.info("could not freeze the sandbox before killing: %s", exc)
+        try:
+            for _ in range(50):
+                victims = [pid for pid in _cgroup_pids(procs) if _uid_of(pid) == self.uid]
+                if not victims:
+                    break
+                for pid in victims:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, 9)
+                if paused:
+                    break  # frozen: nothing new can start; the kills land on thaw
+                time.sleep(0.01)
+        finally:
+            if paused:
+                try:
+                    self.container.unpause()
+                except APIError as exc:
+                    logger.warning("could not thaw the sandbox: %s", exc)
+
+    def _kill_inside(self) -> None:
+        assert self.container is not None
+        try:
+            self.container.exec_run(["sh", "-c", "kill -9 -1"], user=f"{self.uid}:{self.gid}")
+        except APIError as exc:
+            logger.warning("could not kill the sandbox's commands: %s", exc)
+
+    def _check_alive(self) -> None:
+        assert self.container is not None
+        try:
+            self.container.reload()
+        except NotFound as exc:
+            raise SandboxDied("the sandbox container vanished",
+                              fix="see `docker events`; the run can resume with a new sandbox"
+                              ) from exc
+        if self.container.status != "running":
+            raise SandboxDied(f"the sandbox container is {self.container.status}",
+                              fix="see `docker inspect`; the run can resume with a new sandbox")
+
+    def _died(self, exc: APIError) -> SandboxError:
+        try:
+            self._check_alive()
+        except SandboxDied as died:
+            return died
+        return SandboxError(f"the engine refused the command: {exc.explanation or exc}",
+                            fix=_api_fix(exc))
+
+
+def _close_stream(stream: CancellableStream[Any]) -> None:
+    """Close an exec stream and its HTTP response (the SDK leaves the socket to the GC)."""
+    with contextlib.suppress(Exception):
+        stream.close()
+    response = getattr(stream, "_response", None)
+    if response is not None:
+        with contextlib.suppress(Exception):
+            response.close()
+
+
+def _api_fix(exc: APIError) -> str:
+    text = str(exc.explanation or exc).lower()
+    if "no space left" in text:
+        return "free disk space (`docker system prune`, `portwright sandbox prune`)"
+    return "see the Docker engine's log (`/var/log/dockerd.log` or `journalctl -u docker`)"
+
+
+def _oom_kill_field(text: str) -> int | None:
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill":
+            with contextlib.suppress(ValueError):
+                return int(value)
+    return None
+
+
+def _cgroup_pids(folder: Path) -> list[int]:
+    try:
+        text = (folder / "cgroup.procs").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def _uid_of(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

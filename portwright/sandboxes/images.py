@@ -1,0 +1,320 @@
+"""Sandbox images: the configured image, a Dockerfile build (cached), the offline base.
+
+No image registry needs to be reachable: :func:`build_base_image` makes
+``portwright/base:bookworm`` with ``debootstrap`` from the Debian mirror this
+machine's apt is already configured with, and ``docker import``. A Dockerfile in
+the downstream repo (``[sandbox] dockerfile``) is built ``FROM`` it with the docker
+SDK, tagged by the digest of its build context, so an unchanged Dockerfile is not
+rebuilt; the build log is kept beside the repo's state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+from docker.errors import APIError, BuildError, ImageNotFound
+
+from portwright.config import SandboxConfig
+from portwright.errors import ConfigError, ImageMissing, SandboxError
+from portwright.sandboxes.docker import (
+    LABEL_HOST,
+    LABEL_OWNER,
+    LABEL_RUN,
+    docker_client,
+    owner_alive,
+)
+
+logger = logging.getLogger(__name__)
+
+BASE_TAG = "portwright/base:bookworm"
+BASE_PACKAGES = ["python3", "python3-venv", "python3-pytest", "git", "g++", "make", "cmake"]
+LABEL_IMAGE = "portwright.image"
+APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+def image_exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+    except ImageNotFound:
+        return False
+    return True
+
+
+def ensure_image(
+    config: SandboxConfig,
+    repo: Path,
+    *,
+    client: docker.DockerClient | None = None,
+    build_log_dir: Path | None = None,
+) -> str:
+    """The image a sandbox for ``repo`` runs: built from its Dockerfile, or ``config.image``.
+
+    Raises :class:`ImageMissing` (with how to build it) when the image is not there.
+    """
+    own = client is None
+    client = client or docker_client()
+    try:
+        if config.dockerfile:
+            return _build_dockerfile(client, config, repo, build_log_dir)
+        if not image_exists(client, config.image):
+            fix = ("build it offline: `portwright sandbox base-image`" if config.image == BASE_TAG
+                   else f"build or load it (`docker build -t {config.image} .` / `docker load`), "
+                        "or set [sandbox] image in portwright.toml")
+            raise ImageMissing(f"sandbox image {config.image!r} does not exist", fix=fix)
+        return config.image
+    finally:
+        if own:
+            client.close()
+
+
+def _context_digest(context: Path, dockerfile: Path) -> str:
+    """Digest of the Dockerfile and every file of its context (``.dockerignore`` aside)."""
+    digest = hashlib.sha256()
+    digest.update(dockerfile.read_bytes())
+    for path in sorted(p for p in context.rglob("*") if p.is_file() and ".git" not in p.parts):
+        digest.update(str(path.relative_to(context)).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def _build_dockerfile(client: docker.DockerClient, config: SandboxConfig, repo: Path,
+                      build_log_dir: Path | None) -> str:
+    assert config.dockerfile is not None
+    dockerfile = (repo / config.dockerfile).resolve()
+    if not dockerfile.is_file():
+        raise ConfigError("the sandbox Dockerfile does not exist", file=repo / "portwright.toml",
+                          key="sandbox.dockerfile",
+                          fix=f"create {config.dockerfile} in the repository or remove the key")
+    context = dockerfile.parent
+    name = re.sub(r"[^a-z0-9]+", "-", repo.resolve().name.lower()).strip("-") or "repo"
+    tag = f"portwright/sandbox-{name}:{_context_digest(context, dockerfile)}"
+    if image_exists(client, tag):
+        logger.info("sandbox image %s is cached", tag)
+        return tag
+    log_dir = build_log_dir or repo / ".portwright" / "images"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{tag.split(':')[-1]}.build.log"
+    logger.info("building sandbox image %s from %s (log: %s)", tag, dockerfile, log_path)
+    lines: list[str] = []
+    try:
+        _, stream = client.images.build(
+            path=str(context), dockerfile=str(dockerfile), tag=tag, rm=True, forcerm=True,
+            network_mode="none", labels={LABEL_IMAGE: "dockerfile"},
+        )
+        for chunk in stream:
+            lines.append(_build_line(chunk))
+    except BuildError as exc:
+        lines += [_build_line(item) for item in exc.build_log]
+        log_path.write_text("".join(lines), encoding="utf-8")
+        raise ImageMissing(f"building the sandbox image from {dockerfile} failed: {exc.msg}",
+                           fix=f"read the build log {log_path} and fix the Dockerfile "
+                               "(no network during the build; start FROM "
+                               f"{BASE_TAG})") from exc
+    except APIError as exc:
+        log_path.write_text("".join(lines), encoding="utf-8")
+        raise SandboxError(f"the engine refused to build {dockerfile}: {exc.explanation or exc}",
+                           fix=f"read {log_path}; `portwright sandbox base-image` builds the "
+                               "base image it may need") from exc
+    log_path.write_text("".join(lines), encoding="utf-8")
+    return tag
+
+
+def _build_line(chunk: object) -> str:
+    if isinstance(chunk, dict):
+        for key in ("stream", "status", "error"):
+            if chunk.get(key):
+                return str(chunk[key])
+    return json.dumps(chunk) + "\n"
+
+
+# -- the offline base image ---------------------------------------------------------
+
+
+def debian_mirror(suite: str = "bookworm",
+                  sources: tuple[Path, ...] = APT_SOURCES) -> str:
+    """The Debian mirror apt on this machine uses for ``suite`` (``deb`` lines or deb822)."""
+    files: list[Path] = []
+    for source in sources:
+        if source.is_file():
+            files.append(source)
+        elif source.is_dir():
+            files += sorted(p for p in source.iterdir()
+                            if p.suffix in (".list", ".sources") and p.is_file())
+    fallback: str | None = None
+    for path in files:
+        for uri, suites in _apt_entries(path):
+            if "debian" not in uri or "security" in uri:
+                continue
+            if suite in suites:
+                return uri.rstrip("/")
+            fallback = fallback or uri.rstrip("/")
+    if fallback:
+        return fallback
+    raise SandboxError(
+        f"no Debian mirror for {suite!r} in the apt sources ({', '.join(map(str, sources))})",
+        fix="configure apt with a Debian mirror (e.g. /etc/apt/sources.list.d/debian.sources) "
+            "and run `apt-get update`",
+    )
+
+
+def _apt_entries(path: Path) -> list[tuple[str, list[str]]]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    entries: list[tuple[str, list[str]]] = []
+    if path.suffix == ".sources":
+        for stanza in re.split(r"\n\s*\n", text):
+            fields: dict[str, str] = {}
+            for line in stanza.splitlines():
+                if line.startswith("#") or ":" not in line:
+                    continue
+                key, _, value = line.partition(":")
+                fields[key.strip().lower()] = value.strip()
+            if fields.get("enabled", "yes").lower() == "no" or "deb" not in \
+                    fields.get("types", "").split():
+                continue
+            for uri in fields.get("uris", "").split():
+                entries.append((uri, fields.get("suites", "").split()))
+        return entries
+    for line in text.splitlines():
+        words = re.sub(r"\[[^\]]*\]", " ", line.split("#", 1)[0]).split()
+        if len(words) >= 3 and words[0] == "deb":
+            entries.append((words[1], [words[2]]))
+    return entries
+
+
+def build_base_image(
+    tag: str = BASE_TAG,
+    *,
+    force: bool = False,
+    suite: str = "bookworm",
+    mirror: str | None = None,
+    progress: Progress = _quiet,
+    client: docker.DockerClient | None = None,
+) -> str:
+    """Build the offline base image with debootstrap + ``docker import``; return its id.
+
+    Returns at once when ``tag`` exists, unless ``force``. Needs root and debootstrap.
+    """
+    own = client is None
+    client = client or docker_client(timeout=600)
+    try:
+        if not force:
+            try:
+                image = client.images.get(tag)
+            except ImageNotFound:
+                pass
+            else:
+                progress(f"{tag} exists ({image.short_id}); nothing to do")
+                return str(image.id)
+        debootstrap = shutil.which("debootstrap")
+        if debootstrap is None:
+            raise SandboxError("debootstrap is not installed",
+                               fix="apt-get install -y debootstrap")
+        if os.geteuid() != 0:
+            raise SandboxError("building the base image needs root (debootstrap)",
+                               fix=f"run `sudo portwright sandbox base-image --tag {tag}`")
+        mirror = mirror or debian_mirror(suite)
+        with tempfile.TemporaryDirectory(prefix="portwright-rootfs-") as tmp:
+            rootfs = Path(tmp) / "rootfs"
+            progress(f"debootstrap {suite} from {mirror} (about a minute)")
+            _run([debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+                  suite, str(rootfs), mirror], progress)
+            shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
+            progress("packing the root file system")
+            archive = Path(tmp) / "rootfs.tar"
+            with tarfile.open(archive, "w") as tar:
+                tar.add(rootfs, arcname=".")
+            shutil.rmtree(rootfs, ignore_errors=True)
+            progress(f"docker import → {tag}")
+            repository, _, version = tag.rpartition(":")
+            if not repository or "/" in version:
+                repository, version = tag, "latest"
+            changes = [f"LABEL {LABEL_IMAGE}=base", "ENV LANG=C.UTF-8", 'CMD ["/bin/sh"]']
+            with archive.open("rb") as data:
+                client.api.import_image_from_stream(data, repository=repository, tag=version,
+                                                    changes=changes)
+        image = client.images.get(tag)
+        progress(f"built {tag} ({image.short_id})")
+        return str(image.id)
+    finally:
+        if own:
+            client.close()
+
+
+_PER_PACKAGE = re.compile(r"^I: (Retrieving|Validating|Extracting|Unpacking|Configuring) \S+")
+
+
+def _run(argv: list[str], progress: Progress) -> None:
+    """Run ``argv``, passing its milestones (not every package) to ``progress``."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    tail: list[str] = []
+    per_package = 0
+    for raw in proc.stdout:
+        line = raw.rstrip()
+        tail = [*tail[-30:], line]
+        if _PER_PACKAGE.match(line) and not line.endswith(("Release", "Packages")):
+            per_package += 1
+            if per_package % 25:
+                continue
+        if line.startswith(("I:", "E:", "W:")):
+            progress(line)
+    if proc.wait() != 0:
+        raise SandboxError(f"{Path(argv[0]).name} failed (exit {proc.returncode}):\n"
+                           + "\n".join(tail),
+                           fix="check the mirror and the network to it (apt-get update)")
+
+
+# -- pruning ------------------------------------------------------------------------
+
+
+def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None) -> list[str]:
+    """Remove sandbox containers whose owning process is gone; return their run ids.
+
+    A container is left alone while the process that created it (on this host) still
+    runs, unless ``all_runs``. Stopped containers are always removed.
+    """
+    import socket
+
+    own = client is None
+    client = client or docker_client()
+    removed: list[str] = []
+    try:
+        host = socket.gethostname()
+        for container in client.containers.list(all=True, filters={"label": LABEL_RUN}):
+            labels = container.labels
+            running = container.status == "running"
+            mine = labels.get(LABEL_HOST) == host
+            alive = mine and owner_alive(labels.get(LABEL_OWNER, ""))
+            if running and alive and not all_runs:
+                continue
+            if running and not mine and not all_runs:
+                continue
+            try:
+                container.remove(force=True)
+            except APIError as exc:
+                logger.warning("could not remove %s: %s", container.short_id, exc)
+                continue
+            removed.append(labels.get(LABEL_RUN, container.short_id))
+            logger.info("removed sandbox container %s of run %s", container.short_id,
+                        labels.get(LABEL_RUN))
+    finally:
+        if own:
+            client.close()
+    return removed

@@ -1,0 +1,47 @@
+"""Fixtures of the sandbox tests: a git worktree owned by a non-root user, engine probes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GIT_ENV
+
+OWNER = 12345
+"""uid and gid the test worktrees belong to: commands must run as this user."""
+
+
+def make_worktree(base: Path, *, owner: int | None = OWNER) -> tuple[Path, Path]:
+    """A repository ``base/main`` with a linked worktree ``base/wt``; (worktree, main)."""
+    base.mkdir(parents=True, exist_ok=True)
+    base.chmod(0o755)
+    main = base / "main"
+    env = {**os.environ, **GIT_ENV}
+
+    def git(*args: str, cwd: Path = main) -> None:
+        subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+    main.mkdir()
+    git("init", "-q", "-b", "main")
+    (main / "hello.cpp").write_text('#include <cstdio>\nint main(){std::puts("hi");}\n')
+    git("add", "-A")
+    git("-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "init")
+    git("worktree", "add", "-q", "-b", "run", str(base / "wt"))
+    if owner is not None and os.geteuid() == 0:
+        subprocess.run(["chown", "-R", f"{owner}:{owner}", str(base)], check=True)
+    # every parent must be traversable by the worktree's owner (bubblewrap binds in place)
+    parent = base
+    while parent != parent.parent:
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            parent.chmod(mode | 0o011)
+        parent = parent.parent
+    return base / "wt", main
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> tuple[Path, Path]:
+    return make_worktree(tmp_path / "repos")

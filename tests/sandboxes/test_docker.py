@@ -1,0 +1,323 @@
+"""DockerSandbox against the real engine: each guarantee of the issue, proven."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from portwright.config import SandboxConfig
+from portwright.errors import ImageMissing
+from portwright.sandboxes import read_log
+from portwright.sandboxes.docker import LABEL_RUN, DockerSandbox
+from tests.conftest import docker_engine_running
+from tests.sandboxes.conftest import OWNER, make_worktree
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.skipif(not docker_engine_running(),
+                       reason="no Docker engine answers (start dockerd; .ci/run does)"),
+]
+
+LIMITS = SandboxConfig(memory="256m", pids=64, cpus=1.0, tmpfs_size="64m", timeout=30,
+                       tail_bytes=1024)
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerSandbox]:
+    base = tmp_path_factory.mktemp("docker")
+    wt, _ = make_worktree(base / "repos")
+    with DockerSandbox(wt, config=LIMITS, run_id="test-docker", log_dir=base / "logs") as sb:
+        yield sb
+
+
+def _user_processes(sb: DockerSandbox) -> list[str]:
+    """Processes in the container other than init, its sleep, and this ps."""
+    res = sb.exec(["ps", "-eo", "user:12,pid,args", "--no-headers"])
+    return [line for line in res.stdout_head.splitlines()
+             if "docker-init" not in line and "sleep infinity" not in line
+             and "ps -eo" not in line and "portwright-exec ps" not in line]
+
+
+def _sh(sb: DockerSandbox, script: str, **kw: float) -> tuple[int, str, str]:
+    res = sb.exec(["sh", "-c", script], **kw)  # type: ignore[arg-type]
+    return res.exit_code, res.stdout_head, res.stderr_head
+
+
+def test_runs_as_worktree_owner_and_git_works(box: DockerSandbox) -> None:
+    code, out, err = _sh(box, "id -u; id -g; git status --short --branch")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[:2] == [str(OWNER), str(OWNER)]
+    assert lines[2].startswith("## run")
+
+
+def test_built_files_are_owned_by_host_user(box: DockerSandbox) -> None:
+    res = box.exec(["sh", "-c", "mkdir -p build && g++ -o build/hello hello.cpp && build/hello"])
+    assert res.ok, res.stderr_head
+    assert res.stdout_head == "hi\n"
+    built = box.worktree / "build" / "hello"
+    assert built.stat().st_uid == OWNER
+    assert built.stat().st_gid == OWNER
+
+
+def _bridge_address() -> str:
+    import docker
+
+    client = docker.from_env()
+    try:
+        config = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
+        if "Gateway" in config:
+            return str(config["Gateway"])
+        return str(ipaddress.ip_network(config["Subnet"])[1])
+    finally:
+        client.close()
+
+
+def test_no_network(box: DockerSandbox) -> None:
+    host_ip = _bridge_address()
+    server = socket.socket()
+    server.bind((host_ip, 0))
+    server.listen()
+    server.settimeout(0.2)
+    port = server.getsockname()[1]
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    probe = textwrap.dedent(f"""
+        import socket
+        results = []
+        for target in [("{host_ip}", {port}), ("1.1.1.1", 53), ("8.8.8.8", 443)]:
+            try:
+                socket.create_connection(target, timeout=2).close()
+                results.append("connected " + str(target))
+            except OSError as exc:
+                results.append("refused " + type(exc).__name__)
+        try:
+            socket.getaddrinfo("deb.debian.org", 80)
+            results.append("resolved")
+        except OSError as exc:
+            results.append("dns failed " + type(exc).__name__)
+        print(sorted(name for _, name in socket.if_nameindex()))
+        print("\\n".join(results))
+    """)
+    try:
+        res = box.exec(["python3", "-c", probe])
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    assert res.ok, res.stderr_head
+    lines = res.stdout_head.splitlines()
+    assert lines[0] == "['lo']"
+    assert all(not line.startswith("connected") for line in lines[1:]), lines
+    assert lines[-1].startswith("dns failed")
+    assert accepted == []
+
+
+def test_read_only_root_and_capped_tmp(box: DockerSandbox) -> None:
+    code, out, _ = _sh(box, "for p in /usr/bin/x /etc/x /x /var/x; do "
+                            "touch $p 2>/dev/null && echo wrote $p; done; "
+                            "touch /tmp/ok && echo tmp-ok; df -k /tmp | tail -1")
+    assert code == 0
+    assert "wrote" not in out
+    assert "tmp-ok" in out
+    size_kb = int(out.splitlines()[-1].split()[1])
+    assert size_kb <= 64 * 1024
+
+
+def test_privileges_dropped(box: DockerSandbox) -> None:
+    code, out, _ = _sh(box, "grep -E '^(CapEff|CapBnd|CapPrm|NoNewPrivs):' /proc/self/status")
+    assert code == 0
+    fields = dict(line.split(":\t") for line in out.splitlines())
+    assert fields["CapEff"] == "0000000000000000"
+    assert fields["CapPrm"] == "0000000000000000"
+    assert fields["CapBnd"] == "0000000000000000"
+    assert fields["NoNewPrivs"] == "1"
+
+
+def test_fork_bomb_stops_at_pids_limit_and_sandbox_recovers(box: DockerSandbox) -> None:
+    start = time.monotonic()
+    res = box.exec(["bash", "-c", "bomb() { bomb | bomb; }; bomb"], timeout=4)
+    assert time.monotonic() - start < 15
+    assert not res.ok
+    assert "Resource temporarily unavailable" in res.stderr_head + res.stderr_tail
+    after = box.exec(["sh", "-c", "echo alive"])
+    assert after.ok, after
+    assert after.stdout_head == "alive\n"
+    assert _user_processes(box) == []
+
+
+def test_memory_hog_is_out_of_memory_and_sandbox_recovers(box: DockerSandbox) -> None:
+    hog = "b = bytearray(0)\nwhile True: b += b'x' * (16 << 20)\n"
+    res = box.exec(["python3", "-c", hog], timeout=30)
+    assert res.oom_killed
+    assert res.exit_code == 137
+    assert not res.timed_out
+    after = box.exec(["python3", "-c", "print(len(bytearray(32 << 20)))"])
+    assert after.ok
+    assert not after.oom_killed
+    assert after.stdout_head == f"{32 << 20}\n"
+
+
+def test_timeout_kills_setsid_escapee(box: DockerSandbox) -> None:
+    start = time.monotonic()
+    res = box.exec(["sh", "-c", "setsid sh -c 'while :; do :; done' & "
+                                "setsid sleep 1000 & while :; do :; done"], timeout=1)
+    assert res.timed_out
+    assert res.exit_code == 137
+    assert time.monotonic() - start < 5
+    assert _user_processes(box) == []
+    assert box.exec(["true"]).ok
+
+
+def test_background_daemon_does_not_outlive_command(box: DockerSandbox) -> None:
+    start = time.monotonic()
+    res = box.exec(["sh", "-c", "nohup sleep 300 >/dev/null 2>&1 & "
+                                "setsid sleep 301 >/dev/null 2>&1 & "
+                                "(sleep 302 &) ; echo started"])
+    assert res.ok
+    assert res.stdout_head == "started\n"
+    assert time.monotonic() - start < 5
+    assert _user_processes(box) == []
+
+
+def test_50mb_on_each_stream_at_once(box: DockerSandbox) -> None:
+    script = textwrap.dedent("""
+        import sys, threading
+        def pump(stream, byte):
+            block = byte * (1 << 20)
+            for _ in range(50):
+                stream.buffer.write(block)
+            stream.flush()
+        t = threading.Thread(target=pump, args=(sys.stderr, b"e"))
+        t.start()
+        pump(sys.stdout, b"o")
+        t.join()
+    """)
+    start = time.monotonic()
+    res = box.exec(["python3", "-c", script], timeout=60)
+    assert res.ok, res.stderr_head
+    assert time.monotonic() - start < 30
+    size = 50 << 20
+    assert res.stdout_bytes == size
+    assert res.stderr_bytes == size
+    assert res.stdout_head == "o" * 1024
+    assert res.stdout_tail == "o" * 1024
+    assert res.stderr_tail == "e" * 1024
+    assert res.log_path is not None
+    out, err = read_log(Path(res.log_path))
+    assert len(out) == size
+    assert len(err) == size
+    assert out.count(b"o") == size
+    assert err.count(b"e") == size
+
+
+def test_output_cap_kills_command(tmp_path: Path) -> None:
+    wt, _ = make_worktree(tmp_path / "repos")
+    config = LIMITS.model_copy(update={"output_cap": 1 << 20})
+    with DockerSandbox(wt, config=config, run_id="test-cap", log_dir=tmp_path / "logs") as sb:
+        res = sb.exec(["sh", "-c", "yes"], timeout=30)
+        assert res.capped
+        assert not res.timed_out
+        assert res.log_path is not None
+        assert len(read_log(Path(res.log_path))[0]) == 1 << 20
+        assert sb.exec(["true"]).ok
+
+
+def test_host_secrets_do_not_reach_container(box: DockerSandbox,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret-value")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-host-secret")
+    res = box.exec(["env"], env={"GIVEN": "yes"})
+    assert res.ok
+    assert "OPENAI_API_KEY" not in res.stdout_head
+    assert "host-secret" not in res.stdout_head
+    assert "GIVEN=yes" in res.stdout_head
+    assert "HOME=/tmp/home" in res.stdout_head
+
+
+def test_git_pointer_cannot_be_rewritten(box: DockerSandbox) -> None:
+    pointer = box.worktree / ".git"
+    before = pointer.read_text()
+    code, out, _ = _sh(box, "echo 'gitdir: /tmp/evil' > .git && echo rewrote; "
+                            "rm -f .git 2>/dev/null && echo removed; "
+                            f"touch {before.split()[1]}/../../evil 2>/dev/null "
+                            "&& echo main-written; true")
+    assert code == 0
+    assert "rewrote" not in out
+    assert "removed" not in out
+    assert "main-written" not in out
+    assert pointer.read_text() == before
+
+
+def test_missing_image_says_how_to_build(tmp_path: Path) -> None:
+    wt, _ = make_worktree(tmp_path / "repos")
+    config = LIMITS.model_copy(update={"image": "portwright/no-such-image:never"})
+    with pytest.raises(ImageMissing, match="docker build"), \
+            DockerSandbox(wt, config=config, run_id="t", log_dir=tmp_path / "l"):
+        pass
+
+
+_OWNER_SCRIPT = """
+import sys, time
+from pathlib import Path
+from portwright.config import SandboxConfig
+from portwright.sandboxes.docker import DockerSandbox
+sb = DockerSandbox(Path(sys.argv[1]), config=SandboxConfig(memory="128m"), run_id=sys.argv[2],
+                   log_dir=Path(sys.argv[3]))
+sb.__enter__()
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+
+def test_prune_removes_container_of_killed_run(tmp_path: Path) -> None:
+    import docker
+
+    from portwright.sandboxes.images import prune
+
+    wt, _ = make_worktree(tmp_path / "repos")
+    run_id = f"test-prune-{os.getpid()}"
+    proc = subprocess.Popen([sys.executable, "-c", _OWNER_SCRIPT, str(wt), run_id,
+                             str(tmp_path / "logs")], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).parents[2])
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    client = docker.from_env()
+    try:
+        flt = {"label": f"{LABEL_RUN}={run_id}"}
+        assert len(client.containers.list(filters=flt)) == 1
+        assert run_id not in prune(client=client)  # its owner still runs
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert len(client.containers.list(filters=flt)) == 1  # SIGKILL leaves it behind
+        assert run_id in prune(client=client)
+        assert client.containers.list(all=True, filters=flt) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        for container in client.containers.list(all=True, filters=flt):
+            container.remove(force=True)
+        client.close()
