@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
@@ -50,7 +50,7 @@ from portwright.errors import ConfigError, RepositoryError
 from portwright.evidence import names, tokens
 from portwright.evidence._git import check_repo, git, rev_parse
 from portwright.evidence.history import CountChange, HistoryIndex, pickaxe
-from portwright.evidence.lookup import Location, TreeView
+from portwright.evidence.lookup import Location, TreeView, present_in_tree
 from portwright.evidence.patch import FilePatch, classify, commit_patch
 
 logger = logging.getLogger(__name__)
@@ -250,21 +250,6 @@ class _Signal:
         self.blob = blob
 
 
-def _present(repo: Path, rev: str | None, needles: Iterable[str], *, words: bool) -> set[str]:
-    """The needles that occur in the tree of ``rev`` (all of them absent when rev is None)."""
-    needles = sorted(set(needles))
-    if rev is None or not needles:
-        return set()
-    found: set[str] = set()
-    for start in range(0, len(needles), 200):
-        args = ["grep", "-o", "-h", "-I", "-F"] + (["-w"] if words else [])
-        for needle in needles[start:start + 200]:
-            args += ["-e", needle]
-        out = git(repo, *args, rev, "--", ok_codes=(0, 1))
-        found.update(out.decode("utf-8", "replace").splitlines())
-    return found
-
-
 def _is_fixture(patch: FilePatch, kind: str) -> bool:
     return (kind == "tests" and patch.status == "A"
             and _CODE_EXTENSIONS.search(patch.path) is None)
@@ -315,18 +300,18 @@ class _CommitFacts:
                     if _distinctive_literal(literal):
                         literals_at.setdefault(literal, anchor)
         test_names = {s.text for s in self.signals if s.kind == "test"}
-        old_names = _present(upstream, self.parent, names_at, words=True)
+        old_names = present_in_tree(upstream, self.parent, names_at, words=True)
         fresh = [n for n in names_at if n not in old_names and n not in test_names]
         fresh.sort(key=lambda n: (-len(names.split_words(n)), -len(n)))
         self.signals += [_Signal("name", n, names_at[n]) for n in fresh[:MAX_NAMES]]
-        old_literals = _present(upstream, self.parent, literals_at, words=False)
+        old_literals = present_in_tree(upstream, self.parent, literals_at, words=False)
         fresh_literals = [lit for lit in literals_at
                           if lit not in old_literals and lit not in test_names]
         self.signals += [_Signal("literal", lit, literals_at[lit])
                          for lit in fresh_literals[:MAX_LITERALS]]
         removed = {n for patch, _ in code for _, text in patch.removed
                    for n in _candidate_names(text)}
-        still = _present(upstream, self.sha, removed, words=True)
+        still = present_in_tree(upstream, self.sha, removed, words=True)
         self.removed = sorted(removed - still)
 
 

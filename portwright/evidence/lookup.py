@@ -10,6 +10,9 @@
 - ``find_stem(path, path_map) -> list[str]`` — files whose canonical stem matches ``path``'s,
   preferring the mapped folder.
 
+``present_in_tree(repo, rev, needles, words=…) -> set[str]`` asks ``git grep`` instead, for a
+tree too large to hold or needed once.
+
 Files over ``max_file_bytes`` and files with NUL bytes are skipped.
 """
 
@@ -18,13 +21,13 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from portwright.evidence import names
-from portwright.evidence._git import cat_blobs, ls_tree, rev_parse
+from portwright.evidence._git import cat_blobs, git, ls_tree, rev_parse
 from portwright.evidence.tokens import IDENT_RE
 
 logger = logging.getLogger(__name__)
@@ -116,3 +119,20 @@ class TreeView:
         hits = [p for p in self.paths if names.canonical_path(p) == stem]
         return sorted(hits, key=lambda p: (p != mapped,
                                            posixpath.dirname(p) != folder, p))
+
+
+def present_in_tree(repo: Path, rev: str | None, needles: Iterable[str], *,
+                    words: bool) -> set[str]:
+    """The ``needles`` that occur in the tree of ``rev`` (whole words with ``words``); none
+    when ``rev`` is None (the parent of a root commit)."""
+    wanted = sorted(set(needles))
+    if rev is None or not wanted:
+        return set()
+    found: set[str] = set()
+    for start in range(0, len(wanted), 200):
+        args = ["grep", "-o", "-h", "-I", "-F"] + (["-w"] if words else [])
+        for needle in wanted[start:start + 200]:
+            args += ["-e", needle]
+        out = git(repo, *args, rev, "--", ok_codes=(0, 1))
+        found.update(out.decode("utf-8", "replace").splitlines())
+    return found
