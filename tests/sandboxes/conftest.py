@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,16 +36,22 @@ def make_worktree(base: Path, *, owner: int | None = OWNER) -> tuple[Path, Path]
     git("worktree", "add", "-q", "-b", "run", str(base / "wt"))
     if owner is not None and os.geteuid() == 0:
         subprocess.run(["chown", "-R", f"{owner}:{owner}", str(base)], check=True)
-    # every parent must be traversable by the worktree's owner (bubblewrap binds in place)
-    parent = base
-    while parent != parent.parent:
-        mode = parent.stat().st_mode
-        if not mode & 0o001:
-            parent.chmod(mode | 0o011)
-        parent = parent.parent
     return base / "wt", main
 
 
+@contextmanager
+def open_tmp() -> Iterator[Path]:
+    """A temporary folder every user can traverse (bubblewrap binds paths in place, and
+    pytest keeps its own base folder private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="portwright-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
-def worktree(tmp_path: Path) -> tuple[Path, Path]:
-    return make_worktree(tmp_path / "repos")
+def open_tmp_path() -> Iterator[Path]:
+    with open_tmp() as path:
+        yield path

@@ -21,7 +21,7 @@ from portwright.errors import ImageMissing
 from portwright.sandboxes import read_log
 from portwright.sandboxes.docker import LABEL_RUN, DockerSandbox
 from tests.conftest import docker_engine_running
-from tests.sandboxes.conftest import OWNER, make_worktree
+from tests.sandboxes.conftest import OWNER, make_worktree, open_tmp
 
 pytestmark = [
     pytest.mark.docker,
@@ -34,11 +34,12 @@ LIMITS = SandboxConfig(memory="256m", pids=64, cpus=1.0, tmpfs_size="64m", timeo
 
 
 @pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerSandbox]:
-    base = tmp_path_factory.mktemp("docker")
-    wt, _ = make_worktree(base / "repos")
-    with DockerSandbox(wt, config=LIMITS, run_id="test-docker", log_dir=base / "logs") as sb:
-        yield sb
+def box() -> Iterator[DockerSandbox]:
+    with open_tmp() as base:
+        wt, _ = make_worktree(base / "repos")
+        with DockerSandbox(wt, config=LIMITS, run_id="test-docker",
+                           log_dir=base / "logs") as sb:
+            yield sb
 
 
 def _user_processes(sb: DockerSandbox) -> list[str]:
