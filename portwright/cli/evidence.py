@@ -1,9 +1,198 @@
-"""CLI commands of the evidence room."""
+"""CLI commands of the evidence room: ``gap``, ``surface``, ``trace``.
+
+Tables by default, ``--json`` for machines; progress of long scans goes to stderr.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from portwright.cli.common import config, console, emit_json, err_console, repo_path
+from portwright.config import PortwrightConfig
+from portwright.errors import ParityFileError, RevisionError, UsageError
+from portwright.evidence._git import git, rev_parse
+
+_VERDICT_STYLE = {"landed": "green", "partial": "yellow", "missing": "red",
+                  "not_applicable": "dim"}
+
+
+@contextmanager
+def _progress(description: str) -> Iterator[Progress]:
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err_console, transient=True)
+    with progress:
+        progress.add_task(description, total=None)
+        yield progress
+
+
+def _pin(downstream: Path, cfg: PortwrightConfig, given: str | None) -> str:
+    if given:
+        return given
+    from portwright.parity.pin import read_pin
+
+    return read_pin(downstream, cfg)
+
+
+def gap(
+    from_: Annotated[str | None, typer.Option(
+        "--from", help="Upstream base revision (default: the recorded pin).")] = None,
+    to: Annotated[str | None, typer.Option(
+        "--to", help="Upstream head revision (default: upstream.branch).")] = None,
+    row: Annotated[str | None, typer.Option(
+        "--row", help="Check one parity row's upstream symbols instead of a range.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Judge every upstream commit since the pin: landed, partial, missing or not applicable."""
+    from portwright.evidence import gap as engine
+
+    downstream, cfg = repo_path(), config()
+    upstream = engine.upstream_repo(downstream, cfg)
+    base = _pin(downstream, cfg, from_)
+    if row is not None:
+        _gap_row(upstream, downstream, cfg, base, row, as_json)
+        return
+    head = to or cfg.upstream.branch
+    with _progress("indexing downstream history") as progress:
+        task = progress.task_ids[0]
+        index = engine.downstream_index(
+            downstream, cfg, lambda n: progress.update(task, completed=n))
+        progress.update(task, description="scanning upstream commits", completed=0)
+        report = engine.scan_range(
+            upstream, downstream, base, head, cfg, index=index,
+            progress=lambda n, total: progress.update(task, completed=n, total=total))
+    if as_json:
+        emit_json(report)
+        return
+    table = Table(title=f"gap {report.base[:10]}..{report.head[:10]}", show_lines=False)
+    for column in ("commit", "subject", "kinds", "verdict", "conf.", "why"):
+        table.add_column(column)
+    for commit in report.commits:
+        style = _VERDICT_STYLE[commit.verdict.value]
+        table.add_row(commit.sha[:10], commit.subject[:50], ",".join(commit.kinds),
+                      f"[{style}]{commit.verdict.value}[/]", f"{commit.confidence:.2f}",
+                      commit.reason)
+    console.print(table)
+    counts = report.counts()
+    console.print(", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n) or
+                  "no upstream commits in this range")
+
+
+def _gap_row(upstream: Path, downstream: Path, cfg: PortwrightConfig, pin: str, row_id: str,
+             as_json: bool) -> None:
+    from portwright.evidence.gap import row_evidence
+    from portwright.parity.matrix import load_rows
+
+    rows = load_rows(downstream, cfg)
+    row = next((r for r in rows if r.id == row_id), None) or \
+        next((r for r in rows if r.id.lower() == row_id.lower()), None)
+    if row is None:
+        known = ", ".join(r.id for r in rows[:20]) or "none"
+        raise UsageError(f"no parity row {row_id!r}", key="--row",
+                         fix=f"pass one of the row ids of the matrices: {known}")
+    if not row.upstream:
+        raise ParityFileError(f"row {row.id!r} names no upstream symbols or paths",
+                              file=downstream / row.file, line=row.line,
+                              fix="fill the row's upstream column (symbols or paths)")
+    evidence = row_evidence(upstream, downstream, row.upstream, pin, cfg)
+    if as_json:
+        emit_json({"row": row, "evidence": evidence})
+        return
+    table = Table(title=f"row {row.id}: {row.title} ({row.status})")
+    for column in ("symbol", "upstream @ pin", "upstream @ head", "changed since pin",
+                   "downstream @ HEAD", "downstream history"):
+        table.add_column(column)
+    for item in evidence.symbols:
+        table.add_row(
+            item.symbol,
+            "\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_pin[:3]) or "-",
+            "\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_head[:3]) or "-",
+            "\n".join(sha[:10] for sha in item.upstream_changes[:3]) or "-",
+            "\n".join(f"{loc.text} {loc.path}:{loc.line}"
+                      for loc in item.downstream_at_head[:3]) or "-",
+            "\n".join(f"{c.sha[:10]} {c.delta:+d}" for c in item.downstream_history[:3]) or "-")
+    console.print(table)
+
+
+def surface(
+    symbol: Annotated[str, typer.Argument(
+        help="Function or method (`layer_norm`, `Norm.forward`, `src/norm.py:layer_norm`).")],
+    at: Annotated[str | None, typer.Option(
+        "--at", help="Upstream revision (default: the recorded pin).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Enumerate an upstream symbol's surface: parameters, modes, errors, dtypes, tests."""
+    from portwright.evidence.gap import upstream_repo
+    from portwright.evidence.surface import enumerate_surface
+
+    downstream, cfg = repo_path(), config()
+    upstream = upstream_repo(downstream, cfg)
+    rev = _pin(downstream, cfg, at)
+    report = enumerate_surface(upstream, symbol, rev, path_kinds=cfg.upstream.path_kinds)
+    if as_json:
+        emit_json(report)
+        return
+    table = Table(title=f"surface of {symbol} ({report.language}) at {report.rev[:10]}")
+    for column in ("kind", "name", "detail", "anchor"):
+        table.add_column(column)
+    for item in report.items:
+        table.add_row(item.kind, item.name, item.detail, item.anchor.rsplit("@", 1)[0])
+    console.print(table)
+    console.print(f"{len(report.items)} items; definition {report.definition}")
+
+
+def _default_base(downstream: Path) -> str:
+    for candidate in ("origin/HEAD", "main", "master"):
+        try:
+            branch = rev_parse(downstream, candidate)
+        except RevisionError:
+            continue
+        base = git(downstream, "merge-base", branch, "HEAD").decode().strip()
+        if base != rev_parse(downstream, "HEAD"):
+            return base
+    return "HEAD~1"
+
+
+def trace(
+    base: Annotated[str | None, typer.Option(
+        "--base", help="Downstream base revision (default: the merge base with main, or "
+                       "HEAD~1).")] = None,
+    pin: Annotated[str | None, typer.Option(
+        "--pin", help="Upstream revision to trace to (default: the recorded pin).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Trace each name a downstream change adds to its upstream name at the pin, or none."""
+    from portwright.evidence.gap import upstream_repo
+    from portwright.evidence.trace import trace_changes
+
+    downstream, cfg = repo_path(), config()
+    upstream = upstream_repo(downstream, cfg)
+    report = trace_changes(downstream, upstream, base or _default_base(downstream),
+                           _pin(downstream, cfg, pin), cfg)
+    if as_json:
+        emit_json(report)
+        return
+    table = Table(title=f"names added in {report.base[:10]}..{report.head[:10]}, "
+                        f"traced to upstream {report.pin[:10]}")
+    for column in ("name", "added at", "status", "upstream", "upstream anchor"):
+        table.add_column(column)
+    for item in report.items:
+        status = "[green]traced[/]" if item.status == "traced" else "[yellow]invented[/]"
+        table.add_row(item.name, item.downstream_anchor, status, item.upstream_name or "-",
+                      (item.upstream_anchor or "-").rsplit("@", 1)[0])
+    console.print(table)
+    counts = report.counts()
+    console.print(f"{counts['traced']} traced, {counts['invented']} invented")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this room's commands to ``app``."""
+    """Add this room's commands to ``app``: ``gap``, ``surface``, ``trace``."""
+    app.command("gap")(gap)
+    app.command("surface")(surface)
+    app.command("trace")(trace)

@@ -45,6 +45,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from portwright import globs
 from portwright.config import PortwrightConfig
 from portwright.errors import ConfigError, RepositoryError
 from portwright.evidence import names, tokens
@@ -343,14 +344,24 @@ def _evidence(signal: _Signal, where: Literal["head", "history", "absent"], *,
                     where=where, matched=matched, path=path, line=line, commit=commit, note=note)
 
 
+def record_globs(config: PortwrightConfig) -> list[str]:
+    """Globs of the downstream files that are portwright's records, not the port: matrices,
+    ledger, inventory, specs, the pin store, ``portwright.toml`` and the state folder."""
+    art = config.artifacts
+    folder = art.specs if art.specs.endswith("/") else art.specs + "/"
+    return [*art.matrices, art.ledger, art.inventory, folder, config.pin.file,
+            "portwright.toml", config.state_dir.rstrip("/") + "/"]
+
+
 class _Downstream:
     """Downstream HEAD and history, searched by signal."""
 
-    def __init__(self, repo: Path, index: HistoryIndex, path_map: dict[str, str]) -> None:
+    def __init__(self, repo: Path, index: HistoryIndex, config: PortwrightConfig) -> None:
         self.repo = repo
         self.index = index
-        self.tree = TreeView(repo, "HEAD")
-        self.path_map = path_map
+        self.records = record_globs(config)
+        self.tree = TreeView(repo, "HEAD", exclude=self.is_record)
+        self.path_map = dict(config.upstream.path_map)
         self._canon: dict[str, list[str]] | None = None
 
     def spellings(self, name: str) -> list[str]:
@@ -362,9 +373,20 @@ class _Downstream:
             self._canon = table
         return self._canon.get(names.canonical(name), [])
 
+    def is_record(self, path: str) -> bool:
+        """True for portwright's own records (matrices, ledger, pin, …): they name upstream
+        symbols without porting them."""
+        return globs.match_any(path, self.records)
+
+    def pathspecs(self) -> list[str]:
+        """Git pathspecs of the whole tree but the records."""
+        return [".", *(f":(exclude,glob){g}**" if g.endswith("/") else f":(exclude,glob){g}"
+                       for g in self.records)]
+
     def name_history(self, name: str) -> list[CountChange]:
-        """Downstream commits that changed the count of the name, any spelling."""
-        return self.index.token_changes(self.spellings(name))
+        """Downstream commits that changed the count of the name, any spelling, outside the
+        parity records."""
+        return self.index.token_changes(self.spellings(name), exclude=self.is_record)
 
     def judge(self, signal: _Signal) -> Evidence:
         if signal.kind == "fixture":
@@ -418,7 +440,7 @@ class _Downstream:
         if hits:
             return _evidence(signal, "head", matched=signal.text, path=hits[0].path,
                             line=hits[0].line, note="verbatim")
-        shas = pickaxe(self.repo, signal.text, self.tree.sha)
+        shas = pickaxe(self.repo, signal.text, self.tree.sha, self.pathspecs())
         if shas:
             return _evidence(signal, "history", matched=signal.text, commit=shas[0],
                             note=f"in history, gone at HEAD; last changed by {shas[0][:12]}")
@@ -431,7 +453,7 @@ class _Downstream:
             return _evidence(signal, "head", matched=paths[0], path=paths[0], line=1,
                             note="identical content (same blob)")
         shas = git(self.repo, "log", f"--find-object={signal.blob}", "--format=%H",
-                   self.tree.sha, "--").decode().split()
+                   self.tree.sha, "--", *self.pathspecs()).decode().split()
         if shas:
             return _evidence(signal, "history", matched=signal.blob, commit=shas[0],
                             note="identical content in history, gone at HEAD")
@@ -493,7 +515,7 @@ def scan_range(upstream: Path, downstream: Path, base: str, head: str, config: P
     shas = git(upstream, "rev-list", "--reverse", "--topo-order",
                f"{base_sha}..{head_sha}").decode().split()
     index = index if index is not None else downstream_index(downstream, config)
-    view = _Downstream(downstream, index, dict(config.upstream.path_map))
+    view = _Downstream(downstream, index, config)
     commits: list[CommitGap] = []
     for number, sha in enumerate(shas, start=1):
         commits.append(_commit_gap(_CommitFacts(upstream, sha, config), view))
@@ -534,7 +556,7 @@ def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
     pin_sha = rev_parse(upstream, pin)
     head_sha = rev_parse(upstream, config.upstream.branch)
     index = index if index is not None else downstream_index(downstream, config)
-    view = _Downstream(downstream, index, dict(config.upstream.path_map))
+    view = _Downstream(downstream, index, config)
     at_pin, at_head = TreeView(upstream, pin_sha), TreeView(upstream, head_sha)
     out: list[SymbolEvidence] = []
     for symbol in symbols:

@@ -31,7 +31,8 @@ Public API:
 - ``.search(needle: str) -> list[str]`` (shas, ``git log -S`` order)
 - ``.changes(needle: str, exact_token=False) -> list[CountChange]`` (sha and net count
   change per commit)
-- ``.token_changes(tokens: Iterable[str]) -> list[CountChange]`` (whole tokens, summed)
+- ``.token_changes(tokens: Iterable[str], exclude=None) -> list[CountChange]`` (whole
+  tokens, summed; ``exclude(path)`` leaves file pairs out)
 - ``.tokens() -> Iterable[str]`` (the vocabulary)
 - ``pickaxe(repo, needle, rev="HEAD") -> list[str]`` (plain ``git log -S``, the reference)
 """
@@ -54,7 +55,7 @@ from portwright.evidence._git import check_repo, git, git_lines, is_ancestor, re
 
 logger = logging.getLogger(__name__)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 _WORD_RE = re.compile(rb"[A-Za-z0-9_]+")
 _NEEDLE_RE = re.compile(r"[A-Za-z0-9_]+\Z")
 _COMMIT_MARK = b"\x01"
@@ -75,17 +76,26 @@ class CountChange(BaseModel):
     """Net change of the count over the commit's file pairs (> 0 added, < 0 removed)."""
 
 
-def pickaxe(repo: Path, needle: str, rev: str = "HEAD") -> list[str]:
-    """Plain ``git log -S needle rev``: the commits, newest first."""
-    out = git(repo, "log", "-S", needle, "--format=%H", rev, "--")
+def pickaxe(repo: Path, needle: str, rev: str = "HEAD", pathspecs: Iterable[str] = ()
+            ) -> list[str]:
+    """Plain ``git log -S needle rev -- pathspecs``: the commits, newest first."""
+    out = git(repo, "log", "-S", needle, "--format=%H", rev, "--", *pathspecs)
     return out.decode().split()
 
 
-def _parse_log(lines: Iterable[bytes]) -> Iterator[tuple[str, list[Counter[bytes]]]]:
-    """Split ``git log -p -U0`` output into commits, each a list of per-file-pair token
-    count changes (added lines minus removed lines)."""
+def _pair_path(line: bytes) -> str:
+    """The new path of a ``diff --git a/X b/Y`` line (quoted paths included)."""
+    text = line.rstrip(b"\n").decode("utf-8", "surrogateescape")
+    cut = text.rfind(' "b/') if text.endswith('"') else text.rfind(" b/")
+    return text[cut + 1:].strip('"')[2:] if cut >= 0 else text
+
+
+def _parse_log(lines: Iterable[bytes]
+               ) -> Iterator[tuple[str, list[tuple[str, Counter[bytes]]]]]:
+    """Split ``git log -p -U0`` output into commits, each a list of file pairs with their
+    token count changes (added lines minus removed lines)."""
     sha: str | None = None
-    pairs: list[Counter[bytes]] = []
+    pairs: list[tuple[str, Counter[bytes]]] = []
     counts: Counter[bytes] | None = None
     in_hunk = False
     for line in lines:
@@ -101,7 +111,7 @@ def _parse_log(lines: Iterable[bytes]) -> Iterator[tuple[str, list[Counter[bytes
             sha, pairs, counts, in_hunk = line[1:].strip().decode(), [], None, False
         elif line.startswith(b"diff --git "):
             counts = Counter()
-            pairs.append(counts)
+            pairs.append((_pair_path(line), counts))
             in_hunk = False
         elif first == b"@":
             in_hunk = line.startswith(b"@@")
@@ -121,6 +131,8 @@ class HistoryIndex:
         """Commit shas by internal id (the order they were indexed in)."""
         self._order: list[int] = []
         """Internal ids, ``git log`` order (newest first)."""
+        self._paths: list[list[str]] = []
+        """By internal id: the path of each file pair."""
         self._postings: dict[str, array[int]] = {}
         """Token → flat ``(commit id, pair number, delta)`` triples."""
         self._rank: list[int] | None = None
@@ -155,6 +167,7 @@ class HistoryIndex:
     def _reset(self) -> None:
         self.head = None
         self._commits = []
+        self._paths = []
         self._order = []
         self._postings = {}
         self._rank = None
@@ -165,8 +178,9 @@ class HistoryIndex:
         for sha, pairs in _parse_log(lines):
             commit_id = len(self._commits)
             self._commits.append(sha)
+            self._paths.append([path for path, _ in pairs])
             new_ids.append(commit_id)
-            for pair_no, counts in enumerate(pairs):
+            for pair_no, (_path, counts) in enumerate(pairs):
                 for token, delta in counts.items():
                     if delta:
                         key = token.decode("ascii")
@@ -194,7 +208,7 @@ class HistoryIndex:
             return None
         payload = {
             "version": INDEX_VERSION, "repo": str(self.repo), "ref": self.ref, "head": self.head,
-            "commits": self._commits, "order": self._order,
+            "commits": self._commits, "order": self._order, "paths": self._paths,
             "postings": {k: v.tolist() for k, v in self._postings.items()},
         }
         try:
@@ -218,6 +232,7 @@ class HistoryIndex:
                 return
             self.head = payload["head"]
             self._commits = list(payload["commits"])
+            self._paths = [list(p) for p in payload["paths"]]
             self._order = list(payload["order"])
             self._postings = {k: array("i", v) for k, v in payload["postings"].items()}
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -267,15 +282,21 @@ class HistoryIndex:
             return self.token_changes([needle])
         return self._collect((t, t.count(needle)) for t in self._postings if needle in t)
 
-    def token_changes(self, tokens: Iterable[str]) -> list[CountChange]:
+    def token_changes(self, tokens: Iterable[str],
+                      exclude: Callable[[str], bool] | None = None) -> list[CountChange]:
         """Commits where the summed count of the whole word ``tokens`` changed in some file
-        pair (a spelling of one name replaced by another in the same file is no change)."""
-        return self._collect((t, 1) for t in dict.fromkeys(tokens) if t in self._postings)
+        pair (a spelling of one name replaced by another in the same file is no change);
+        file pairs whose path ``exclude`` accepts are left out."""
+        return self._collect(((t, 1) for t in dict.fromkeys(tokens) if t in self._postings),
+                             exclude)
 
-    def _collect(self, candidates: Iterable[tuple[str, int]]) -> list[CountChange]:
+    def _collect(self, candidates: Iterable[tuple[str, int]],
+                 exclude: Callable[[str], bool] | None = None) -> list[CountChange]:
         per_commit: dict[int, int] = {}
         matched: set[int] = set()
-        for (commit_id, _pair), total in self._pair_sums(candidates).items():
+        for (commit_id, pair), total in self._pair_sums(candidates).items():
+            if exclude is not None and exclude(self._paths[commit_id][pair]):
+                continue
             if total:
                 matched.add(commit_id)
                 per_commit[commit_id] = per_commit.get(commit_id, 0) + total

@@ -13,7 +13,8 @@
 ``present_in_tree(repo, rev, needles, words=…) -> set[str]`` asks ``git grep`` instead, for a
 tree too large to hold or needed once.
 
-Files over ``max_file_bytes`` and files with NUL bytes are skipped.
+Files over ``max_file_bytes``, files with NUL bytes and files ``exclude(path)`` accepts are
+skipped.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -51,10 +52,12 @@ class Location(BaseModel):
 class TreeView:
     """The text of every file of ``repo`` at ``rev``, indexed by canonical identifier."""
 
-    def __init__(self, repo: Path, rev: str = "HEAD", *, max_file_bytes: int = 2_000_000) -> None:
+    def __init__(self, repo: Path, rev: str = "HEAD", *, max_file_bytes: int = 2_000_000,
+                 exclude: Callable[[str], bool] | None = None) -> None:
         self.repo = repo
         self.sha = rev_parse(repo, rev)
-        entries = ls_tree(repo, self.sha)
+        entries = [(blob, path) for blob, path in ls_tree(repo, self.sha)
+                   if exclude is None or not exclude(path)]
         self.paths = [path for _, path in entries]
         self._blob_paths: dict[str, list[str]] = defaultdict(list)
         for blob, path in entries:

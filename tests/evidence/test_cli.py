@@ -1,0 +1,91 @@
+"""``portwright gap``, ``surface`` and ``trace`` from the command line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from portwright.cli import app
+from portwright.cli.common import console
+
+MATRIX = """# Parity
+
+| id | title | status | upstream |
+| --- | --- | --- | --- |
+| clamp | clamp a value | partial | clampRange, src/clamp.js |
+| empty | nothing yet | missing | |
+| harmonic | harmonic mean | missing | harmonicMean, weightedMedian |
+"""
+
+
+@pytest.fixture
+def configured(pair: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(console, "width", 240)
+    pair.down.commit("configure portwright", {
+        "portwright.toml": '[upstream]\nsource = "../up"\npath_map = { "src/" = "lib/" }\n',
+        "upstream-sync.md": f"# Upstream sync\n\nPin: `{pair.base}`\n",
+        "docs/parity/matrix.md": MATRIX,
+    })
+    return pair
+
+
+def _run(pair: Any, *args: str) -> Any:
+    return CliRunner().invoke(app, ["-C", str(pair.down.path), *args])
+
+
+def test_gap_json_from_the_pin(configured: Any) -> None:
+    result = _run(configured, "gap", "--json")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["base"] == configured.base
+    verdicts = [c["verdict"] for c in payload["commits"]]
+    # the matrix names harmonicMean and weightedMedian: records are not the port
+    assert verdicts == ["landed", "landed", "not_applicable", "partial", "missing", "missing"]
+    never = payload["commits"][-1]
+    assert {e["where"] for e in never["evidence"]} == {"absent"}
+
+
+def test_gap_table(configured: Any) -> None:
+    result = _run(configured, "gap", "--to", configured.commits["docs"])
+    assert result.exit_code == 0, result.output
+    assert "add computeScaleFactor" in result.stdout
+    assert "1 not_applicable, 2 landed" in result.stdout
+
+
+def test_gap_row(configured: Any) -> None:
+    result = _run(configured, "gap", "--row", "clamp", "--json")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    symbols = payload["evidence"]["symbols"]
+    assert [s["symbol"] for s in symbols] == ["clampRange", "src/clamp.js"]
+    assert symbols[0]["downstream_at_head"][0]["text"] == "clamp_range"
+    table = _run(configured, "gap", "--row", "clamp")
+    assert "clamp_range lib/clamp.py:1" in table.stdout
+
+
+def test_gap_row_errors(configured: Any) -> None:
+    unknown = _run(configured, "gap", "--row", "nope")
+    assert unknown.exit_code != 0
+    assert "no parity row 'nope'" in str(unknown.exception)
+    empty = _run(configured, "gap", "--row", "empty")
+    assert "docs/parity/matrix.md:6" in str(empty.exception)
+
+
+def test_surface_and_trace(configured: Any) -> None:
+    up = configured.up
+    result = _run(configured, "surface", "computeScaleFactor", "--at", "HEAD", "--json")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["rev"] == up.head()
+    assert {i["name"] for i in payload["items"] if i["kind"] == "parameter"} == {"width",
+                                                                                "height"}
+    table = _run(configured, "surface", "clampRange", "--at", "HEAD")
+    assert "RangeError" in table.stdout
+    configured.down.commit("port harmonic_mean",
+                           {"lib/harmonic.py": "def harmonic_mean(xs):\n    pass\n"})
+    traced = _run(configured, "trace", "--base", "HEAD~1", "--pin", "HEAD")
+    assert traced.exit_code == 0, traced.output
+    assert "1 traced, 0 invented" in traced.stdout
