@@ -1,9 +1,153 @@
-"""CLI commands of the sandbox room."""
+"""CLI commands of the sandbox room: ``portwright sandbox base-image|prune|exec|info``."""
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from portwright.cli.common import STATE, console, emit_json, err_console
+from portwright.config import CONFIG_FILE, SandboxBackend, SandboxConfig, load_config
+
+sandbox_app = typer.Typer(
+    help="Sandboxes: the offline base image, leftovers of dead runs, one-off commands.",
+    no_args_is_help=True,
+)
 
 
 def register(app: typer.Typer) -> None:
     """Add this room's commands to ``app``."""
+    app.add_typer(sandbox_app, name="sandbox")
+
+
+def _settings() -> tuple[SandboxConfig, Path]:
+    """The repo's ``[sandbox]`` config (defaults without a portwright.toml) and state dir."""
+    repo = STATE.repo
+    if (repo / CONFIG_FILE).is_file():
+        config = load_config(repo)
+        return config.sandbox, repo / config.state_dir
+    return SandboxConfig(), repo / ".portwright"
+
+
+@sandbox_app.command("base-image")
+def base_image(
+    tag: Annotated[str, typer.Option("--tag", help="Image tag to build.")] = (
+        "portwright/base:bookworm"),
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if it exists.")] = False,
+) -> None:
+    """Build the offline base image (debootstrap from this machine's Debian mirror)."""
+    from portwright.sandboxes.images import build_base_image
+
+    started = time.monotonic()
+    image_id = build_base_image(tag, force=force,
+                                progress=lambda line: console.print(f"[dim]·[/] {line}"))
+    console.print(f"[green]ok[/] {tag} {image_id[:19]} ({time.monotonic() - started:.1f} s)")
+
+
+@sandbox_app.command("prune")
+def prune_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    all_runs: Annotated[bool, typer.Option(
+        "--all", help="Also remove containers of runs whose process still lives.")] = False,
+) -> None:
+    """Remove sandbox containers whose run process is gone (crashed or killed runs)."""
+    from portwright.sandboxes.images import prune
+
+    removed = prune(all_runs=all_runs)
+    if as_json:
+        emit_json({"removed": removed})
+        return
+    if not removed:
+        console.print("nothing to prune")
+    for run_id in removed:
+        console.print(f"removed the sandbox of run [bold]{run_id}[/]")
+
+
+@sandbox_app.command("info")
+def info_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Which backend a run would use here, and why."""
+    from portwright.sandboxes.selection import select_backend
+
+    config, _ = _settings()
+    selection = select_backend(config)
+    payload: dict[str, Any] = selection.model_dump(mode="json")
+    payload["image"] = config.dockerfile or config.image
+    if selection.backend == SandboxBackend.DOCKER and not config.dockerfile:
+        from portwright.sandboxes.docker import docker_client
+        from portwright.sandboxes.images import image_exists
+
+        client = docker_client()
+        try:
+            payload["image_present"] = image_exists(client, config.image)
+        finally:
+            client.close()
+    payload["limits"] = {"memory": config.memory, "pids": config.pids, "cpus": config.cpus,
+                         "tmpfs": config.tmpfs_size, "network": config.network,
+                         "timeout": config.timeout}
+    if as_json:
+        emit_json(payload)
+        return
+    chosen = selection.backend.value if selection.backend else "[red]none[/]"
+    console.print(f"backend: [bold]{chosen}[/]  ({selection.reason})")
+    console.print(f"  docker: {selection.docker}")
+    console.print(f"  bwrap:  {selection.bwrap}")
+    present = payload.get("image_present")
+    note = "" if present is None else (" (present)" if present else
+                                       " [red](missing: portwright sandbox base-image)[/]")
+    console.print(f"  image:  {payload['image']}{note}")
+    limits = payload["limits"]
+    console.print("  limits: " + ", ".join(f"{k}={v}" for k, v in limits.items()))
+
+
+@sandbox_app.command("exec", context_settings={"allow_interspersed_args": False})
+def exec_cmd(
+    command: Annotated[list[str], typer.Argument(help="The command and its arguments.")],
+    backend: Annotated[SandboxBackend | None, typer.Option(
+        "--backend", "-b", help="auto, docker, bwrap or local (default: the config's).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Run one command in a fresh sandbox on this repository and show what happened.
+
+    Example: ``portwright sandbox exec -- make test``. Exits with the command's code.
+    """
+    from portwright.sandboxes.selection import open_sandbox
+
+    config, state_dir = _settings()
+    if backend is not None:
+        config = config.model_copy(update={"backend": backend})
+    run_id = f"exec-{os.getpid()}-{int(time.time())}"
+    log_dir = state_dir / "sandbox" / run_id
+    sandbox = open_sandbox(config, worktree=STATE.repo, run_id=run_id, log_dir=log_dir,
+                           allow_local=backend == SandboxBackend.LOCAL)
+    with sandbox as sb:
+        result = sb.exec(command, timeout=timeout)
+    if as_json:
+        emit_json(result)
+    else:
+        for stream, head, tail, total in (
+            ("stdout", result.stdout_head, result.stdout_tail, result.stdout_bytes),
+            ("stderr", result.stderr_head, result.stderr_tail, result.stderr_bytes),
+        ):
+            if not total:
+                continue
+            out = console if stream == "stdout" else err_console
+            out.print(head, end="", markup=False, highlight=False)
+            if tail:
+                out.print(f"\n[dim]… {total - len(head.encode()) - len(tail.encode())} "
+                          "bytes not shown …[/]")
+                out.print(tail, end="", markup=False, highlight=False)
+        flags = [name for name, on in (("timed out", result.timed_out),
+                                       ("out of memory", result.oom_killed),
+                                       ("output capped", result.capped)) if on]
+        colour = "green" if result.ok else "red"
+        err_console.print(
+            f"[{colour}]exit {result.exit_code}[/] in {result.duration:.2f} s on "
+            f"{sb.name}{' (' + ', '.join(flags) + ')' if flags else ''}; log {result.log_path}")
+    if result.exit_code != 0 or not result.ok:
+        raise typer.Exit(result.exit_code if result.exit_code > 0 else 1)

@@ -1,0 +1,156 @@
+"""What a sandbox costs: cold start, a trivial command, a CPU-bound command.
+
+Usage: ``python benchmarks/sandbox_overhead.py [--out FILE] [--cold N] [--trivial N]``
+
+- cold start: ``DockerSandbox`` create → first ``exec`` done (container removal not
+  counted), median and p90 over 20;
+- trivial command: a full ``exec(["true"])`` (cleanup of leftover processes, OOM check
+  and log file included) median / p90 over 50, against ``subprocess.run(["true"])`` on
+  the host, and the same through bubblewrap when it works;
+- CPU-bound: a ~2 s pure-Python loop through ``exec`` against the same loop run directly,
+  interleaved, as a ratio of medians.
+
+Goals: cold start <= 1.0 s median, trivial exec <= 80 ms median, ratio <= 1.05.
+Prints the figures and writes them as JSON (default ``benchmarks/results/sandbox_overhead.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from portwright.config import SandboxConfig  # noqa: E402
+from portwright.sandboxes.bwrap import BwrapSandbox  # noqa: E402
+from portwright.sandboxes.docker import DockerSandbox  # noqa: E402
+from portwright.sandboxes.selection import bwrap_status, docker_status  # noqa: E402
+
+CPU_LOOP = "n = 0\nfor i in range({count}):\n    n += i * i\nprint(n)\n"
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return {"median_s": round(statistics.median(ordered), 4), "p90_s": round(p90, 4),
+            "min_s": round(ordered[0], 4), "n": len(ordered)}
+
+
+def timed(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def calibrate(target: float) -> int:
+    """Loop count that takes about ``target`` seconds in python3 on this host."""
+    count = 2_000_000
+    while True:
+        argv = ["python3", "-c", CPU_LOOP.format(count=count)]
+        took = timed(lambda argv=argv: subprocess.run(argv, check=True, capture_output=True))
+        if took > 0.3:
+            return int(count * target / took)
+        count *= 4
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path,
+                        default=ROOT / "benchmarks" / "results" / "sandbox_overhead.json")
+    parser.add_argument("--cold", type=int, default=20)
+    parser.add_argument("--trivial", type=int, default=50)
+    parser.add_argument("--cpu", type=int, default=5, help="CPU-bound pairs")
+    args = parser.parse_args()
+    if docker_status() != "ok":
+        raise SystemExit(f"needs a Docker engine: {docker_status()}")
+    config = SandboxConfig()
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="portwright-bench-") as tmp:
+        base = Path(tmp)
+        worktree = base / "wt"
+        worktree.mkdir()
+        subprocess.run(["git", "init", "-q", str(worktree)], check=True)
+
+        cold: list[float] = []
+        for i in range(args.cold):
+            sandbox = DockerSandbox(worktree, config=config, run_id=f"bench-cold-{i}",
+                                    log_dir=base / "logs" / f"cold-{i}")
+            start = time.perf_counter()
+            sandbox.__enter__()
+            sandbox.exec(["true"])
+            cold.append(time.perf_counter() - start)
+            sandbox.close()
+        figures["cold_start"] = summary(cold)
+        print(f"cold start (create → first exec): {figures['cold_start']}")
+
+        with DockerSandbox(worktree, config=config, run_id="bench-warm",
+                           log_dir=base / "logs" / "warm") as sb:
+            for _ in range(3):
+                sb.exec(["true"])
+            exec_times, host_times = [], []
+            for _ in range(args.trivial):
+                exec_times.append(timed(lambda: sb.exec(["true"])))
+                host_times.append(timed(lambda: subprocess.run(["true"], check=True)))
+            figures["trivial_exec"] = summary(exec_times)
+            figures["trivial_host_subprocess"] = summary(host_times)
+            print(f"trivial exec (docker): {figures['trivial_exec']}")
+            print(f"trivial subprocess.run on the host: {figures['trivial_host_subprocess']}")
+
+            count = calibrate(2.0)
+            script = CPU_LOOP.format(count=count)
+            boxed, direct = [], []
+            for _ in range(args.cpu):
+                result = sb.exec(["python3", "-c", script])
+                assert result.ok, result.stderr_tail
+                boxed.append(result.duration)
+                direct.append(timed(lambda: subprocess.run(["python3", "-c", script],
+                                                           check=True, capture_output=True)))
+            ratio = statistics.median(boxed) / statistics.median(direct)
+            figures["cpu_bound"] = {"loop_count": count, "exec": summary(boxed),
+                                    "direct": summary(direct), "ratio": round(ratio, 4)}
+            print(f"~2 s CPU-bound: exec {figures['cpu_bound']['exec']['median_s']} s, direct "
+                  f"{figures['cpu_bound']['direct']['median_s']} s, ratio {ratio:.3f}")
+
+        if bwrap_status() == "ok":
+            with BwrapSandbox(worktree, config=config.model_copy(update={"backend": "bwrap"}),
+                              log_dir=base / "logs" / "bwrap") as bw:
+                times = [timed(lambda: bw.exec(["true"])) for _ in range(args.trivial)]
+            figures["trivial_exec_bwrap"] = summary(times)
+            print(f"trivial exec (bubblewrap): {figures['trivial_exec_bwrap']}")
+
+    goals = {"cold_start_median_s": 1.0, "trivial_exec_median_s": 0.080, "cpu_ratio": 1.05}
+    met = {
+        "cold_start": figures["cold_start"]["median_s"] <= goals["cold_start_median_s"],
+        "trivial_exec": figures["trivial_exec"]["median_s"] <= goals["trivial_exec_median_s"],
+        "cpu_ratio": figures["cpu_bound"]["ratio"] <= goals["cpu_ratio"],
+    }
+    payload = {
+        "benchmark": "sandbox_overhead",
+        "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "kernel": platform.release(),
+                    "cpus": os.cpu_count()},
+        "image": config.image,
+        "figures": figures,
+        "goals": goals,
+        "goals_met": met,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print(f"goals met: {met}")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Images: the apt mirror lookup, Dockerfile builds (cached, logged), missing images, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from portwright.config import SandboxConfig
+from portwright.errors import ConfigError, ImageMissing, SandboxError
+from portwright.sandboxes.images import BASE_TAG, debian_mirror, ensure_image
+from tests.conftest import docker_engine_running
+
+
+def test_mirror_from_deb822_sources(tmp_path: Path) -> None:
+    lists = tmp_path / "sources.list.d"
+    lists.mkdir()
+    (lists / "debian.sources").write_text(
+        "Types: deb\nURIs: http://security.example.org/debian-security\n"
+        "Suites: bookworm-security\nComponents: main\n\n"
+        "Types: deb\n# a comment\nURIs: http://mirror.example.org/debian/\n"
+        "Suites: bookworm bookworm-updates\nComponents: main\n")
+    (lists / "other.list.disabled-by-someone").write_text(
+        "deb http://wrong.example.org/debian bookworm main\n")
+    (lists / "nodesource.sources").write_text(
+        "Types: deb\nURIs: https://deb.nodesource.com/node_20.x\nSuites: nodistro\n")
+    assert debian_mirror("bookworm", sources=(tmp_path / "sources.list", lists)) == \
+        "http://mirror.example.org/debian"
+
+
+def test_mirror_from_one_line_sources(tmp_path: Path) -> None:
+    main = tmp_path / "sources.list"
+    main.write_text("# deb http://commented.example.org/debian bookworm main\n"
+                    "deb [arch=amd64 signed-by=/k.gpg] http://ftp.example.org/debian bookworm "
+                    "main contrib\n")
+    assert debian_mirror("bookworm", sources=(main, tmp_path / "none.d")) == \
+        "http://ftp.example.org/debian"
+
+
+def test_no_mirror_is_a_clear_error(tmp_path: Path) -> None:
+    main = tmp_path / "sources.list"
+    main.write_text("deb https://packages.example.com/apt cloud-sdk main\n")
+    with pytest.raises(SandboxError, match="no Debian mirror") as info:
+        debian_mirror("bookworm", sources=(main,))
+    assert info.value.fix is not None
+
+
+def test_this_machine_has_a_mirror() -> None:
+    if not any(p.exists() for p in (Path("/etc/apt/sources.list"),
+                                    Path("/etc/apt/sources.list.d"))):
+        pytest.skip("not a Debian machine")
+    assert debian_mirror().startswith(("http://", "https://", "file:/"))
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
+def test_missing_image_names_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(ImageMissing, match="docker build"):
+        ensure_image(SandboxConfig(image="portwright/absent:never"), tmp_path)
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
+def test_missing_dockerfile_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"sandbox\.dockerfile"):
+        ensure_image(SandboxConfig(dockerfile="ci/Dockerfile"), tmp_path)
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
+def test_dockerfile_is_built_once_and_logged(tmp_path: Path) -> None:
+    import docker
+
+    client = docker.from_env()
+    if not any(BASE_TAG in image.tags for image in client.images.list()):
+        client.close()
+        pytest.skip(f"{BASE_TAG} is not built (portwright sandbox base-image)")
+    repo = tmp_path / f"repo-{os.getpid()}-{time.time_ns()}"
+    (repo / "ci").mkdir(parents=True)
+    (repo / "ci" / "Dockerfile").write_text(
+        f"FROM {BASE_TAG}\nRUN echo built-{time.time_ns()} > /etc/portwright-test\n")
+    config = SandboxConfig(dockerfile="ci/Dockerfile")
+    try:
+        tag = ensure_image(config, repo, client=client, build_log_dir=tmp_path / "logs")
+        assert tag.startswith("portwright/sandbox-repo-")
+        logs = list((tmp_path / "logs").glob("*.build.log"))
+        assert len(logs) == 1
+        assert "RUN echo built-" in logs[0].read_text()
+        start = time.monotonic()
+        assert ensure_image(config, repo, client=client,
+                            build_log_dir=tmp_path / "logs") == tag
+        assert time.monotonic() - start < 1.0  # cached: no build
+        (repo / "ci" / "Dockerfile").write_text(f"FROM {BASE_TAG}\nRUN false\n")
+        with pytest.raises(ImageMissing, match="failed") as info:
+            ensure_image(config, repo, client=client, build_log_dir=tmp_path / "logs")
+        assert "build log" in str(info.value)
+    finally:
+        for image in client.images.list(filters={"label": "portwright.image=dockerfile"}):
+            if any(t.startswith("portwright/sandbox-repo-") for t in image.tags):
+                client.images.remove(image.id, force=True)
+        client.close()
+
+
+def _cli(*args: str, repo: Path) -> tuple[int, str]:
+    from portwright.cli import app
+
+    result = CliRunner().invoke(app, ["-C", str(repo), *args])
+    return result.exit_code, result.output
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
+def test_cli_base_image_returns_at_once_when_present(tmp_path: Path) -> None:
+    import docker
+
+    client = docker.from_env()
+    present = any(BASE_TAG in image.tags for image in client.images.list())
+    client.close()
+    if not present:
+        pytest.skip(f"{BASE_TAG} is not built")
+    start = time.monotonic()
+    code, out = _cli("sandbox", "base-image", repo=tmp_path)
+    assert code == 0, out
+    assert "nothing to do" in out
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
+def test_cli_info_and_exec(tmp_path: Path) -> None:
+    code, out = _cli("sandbox", "info", "--json", repo=tmp_path)
+    assert code == 0, out
+    info = json.loads(out)
+    assert info["backend"] == "docker"
+    assert info["docker"] == "ok"
+    code, out = _cli("sandbox", "exec", "--json", "--", "sh", "-c", "echo in-box; exit 4",
+                     repo=tmp_path)
+    assert code == 4
+    result = json.loads(out[: out.rindex("}") + 1])
+    assert result["stdout_head"] == "in-box\n"
+    assert result["exit_code"] == 4
+    assert Path(result["log_path"]).is_relative_to(tmp_path / ".portwright" / "sandbox")
+
+
+def test_cli_exec_local_backend(tmp_path: Path) -> None:
+    code, out = _cli("sandbox", "exec", "--backend", "local", "--json", "--", "pwd",
+                     repo=tmp_path)
+    assert code == 0, out
+    assert json.loads(out[: out.rindex("}") + 1])["stdout_head"].strip() == str(tmp_path)
