@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.resources
 import logging
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -63,6 +64,23 @@ def cite(repo: git.Repo, rev: str, path: str, start: int, end: int, *,
     at = f"@{rev[:12]}" if side == "upstream" else ""
     ref = f"{side} {path}:{start}-{last}{at}"
     return Excerpt(ref=ref, text=body, why=why, tokens=estimate_tokens(body))
+
+
+def cite_around(repo: git.Repo, rev: str, hits: Sequence[tuple[str, int]], *,
+                before: int = 3, after: int = 12, side: str = "upstream", why: str = ""
+                ) -> list[Excerpt]:
+    """Excerpts around each ``(path, line)`` hit, overlapping ranges of a file merged."""
+    ranges: dict[str, list[list[int]]] = {}
+    order = {path: i for i, (path, _) in reversed(list(enumerate(hits)))}
+    for path, line in sorted(hits, key=lambda hit: (order[hit[0]], hit[1])):
+        start, end = max(1, line - before), line + after
+        spans = ranges.setdefault(path, [])
+        if spans and start <= spans[-1][1] + 1:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    return [cite(repo, rev, path, start, end, side=side, why=why)
+            for path, spans in ranges.items() for start, end in spans]
 
 
 def within_ceiling(excerpts: list[Excerpt], tokens: int) -> tuple[list[Excerpt], list[str]]:

@@ -1,9 +1,204 @@
-"""CLI commands of the agents room."""
+"""CLI commands of the agents room: ``model check``, ``prompts render``, ``agent verify-gap``."""
 
 from __future__ import annotations
 
+import secrets
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.rule import Rule
+from rich.table import Table
+
+from portwright.cli.common import config, console, emit_json, repo_path
+
+agent_app = typer.Typer(help="Run one agent role on its own.", no_args_is_help=True)
+model_app = typer.Typer(help="The model endpoint the agents talk to.", no_args_is_help=True)
+prompts_app = typer.Typer(help="The prompt templates of the roles.", no_args_is_help=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def register(app: typer.Typer) -> None:
     """Add this room's commands to ``app``."""
+    app.add_typer(model_app, name="model")
+    app.add_typer(prompts_app, name="prompts")
+    app.add_typer(agent_app, name="agent")
+
+
+@model_app.command("check")
+def model_check(
+    offline: Annotated[bool, typer.Option(
+        "--offline", help="Only show the configuration; send no request.")] = False,
+    json: JsonOption = False,
+) -> None:
+    """Show the endpoint, the model and the key variable; send one tiny request.
+
+    With --offline no request is sent.
+    """
+    from portwright.agents.llm import CompletionRequest, Message
+    from portwright.agents.models import build_client, describe
+    from portwright.agents.offline import ReplayModel, load_cassette
+    from portwright.errors import PortwrightError
+
+    repo, cfg = repo_path(), config()
+    endpoint = describe(cfg.model, repo)
+    report: dict[str, Any] = {"endpoint": endpoint, "request": None}
+    failed = False
+    if endpoint.cassette is not None:
+        try:
+            report["cassette_calls"] = len(load_cassette(Path(endpoint.cassette)))
+        except PortwrightError as exc:
+            report["error"], failed = str(exc), True
+    if not offline and not failed:
+        try:
+            client = build_client(cfg.model, repo)
+            if not isinstance(client, ReplayModel):
+                started = time.monotonic()
+                done = client.complete(CompletionRequest(messages=[Message(
+                    role="user", content="Reply with the single word: ok")]))
+                report["request"] = {"reply": done.message.content, "model": done.model,
+                                     "seconds": round(time.monotonic() - started, 3),
+                                     "usage": done.usage}
+        except PortwrightError as exc:
+            report["error"], failed = str(exc), True
+    if json:
+        emit_json({"ok": not failed, **report})
+    else:
+        _print_model_check(report)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _print_model_check(report: dict[str, Any]) -> None:
+    endpoint = report["endpoint"]
+    console.print(f"provider  {endpoint.provider}")
+    console.print(f"model     {endpoint.model}")
+    if endpoint.cassette is not None:
+        calls = report.get("cassette_calls")
+        console.print(f"cassette  {endpoint.cassette}"
+                      + (f" ({calls} calls)" if calls is not None else ""), soft_wrap=True)
+    else:
+        console.print(f"endpoint  {endpoint.base_url}", soft_wrap=True)
+        state = "[green]set[/]" if endpoint.api_key_set else "[yellow]not set[/]"
+        console.print(f"key       {endpoint.api_key_env} {state}")
+    request = report.get("request")
+    if request is not None:
+        usage = request["usage"]
+        console.print(f"request   [green]ok[/] in {request['seconds']}s: "
+                      f"{(request['reply'] or '').strip()[:60]!r} "
+                      f"({usage.prompt_tokens}+{usage.completion_tokens} tokens)")
+    if "error" in report:
+        console.print(f"[red]error[/]     {report['error']}", soft_wrap=True)
+
+
+@prompts_app.command("render")
+def prompts_render(
+    role: Annotated[str, typer.Argument(
+        help="gap_verifier, enumerator, implementer or reviewer.")],
+    mode: Annotated[str, typer.Option(
+        help="For the implementer: tests_only or implementation_only.")] = "implementation_only",
+    json: JsonOption = False,
+) -> None:
+    """Render a role's prompt with sample context (for people writing rules and templates)."""
+    from portwright.agents.roles import ROLES
+    from portwright.agents.roles.implementer import sample as implementer_sample
+
+    chosen = ROLES.get(role)
+    if chosen is None or chosen.sample is None:
+        raise typer.BadParameter(f"unknown role {role!r}; roles: {', '.join(ROLES)}",
+                                 param_hint="ROLE")
+    if role == "implementer":
+        if mode not in ("tests_only", "implementation_only"):
+            raise typer.BadParameter("tests_only or implementation_only", param_hint="--mode")
+        context: Any = implementer_sample("tests_only" if mode == "tests_only"
+                                          else "implementation_only")
+    else:
+        context = chosen.sample()
+    messages = chosen.messages(context)
+    if json:
+        emit_json({"role": role, "template": chosen.template, "tools": list(chosen.tools),
+                   "messages": [m.model_dump(exclude_defaults=True) for m in messages]})
+        return
+    for message in messages:
+        console.print(Rule(message.role))
+        console.print(message.content or "", markup=False, soft_wrap=True)
+
+
+@agent_app.command("verify-gap")
+def verify_gap(
+    symbol: Annotated[list[str], typer.Option(
+        "--symbol", "-s", help="A symbol, literal or fixture of the behaviour (repeatable).")],
+    record: Annotated[Path | None, typer.Option(
+        help="Record every model call into this cassette.")] = None,
+    replay: Annotated[Path | None, typer.Option(
+        help="Play the model from this cassette instead of an endpoint.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: a new one).")] = None,
+    json: JsonOption = False,
+) -> None:
+    """Run the gap verifier on this repository at the upstream pin and print its verdict."""
+    from portwright.agents.budget import RunBudget
+    from portwright.agents.evidence import gap_source, render_row_evidence
+    from portwright.agents.models import build_client
+    from portwright.agents.prompting import Excerpt, cite_around
+    from portwright.agents.roles.gap_verifier import ROLE, GapContext
+    from portwright.agents.tools import EvidenceSources, Workspace
+    from portwright.agents.transcript import Transcript, transcript_path
+    from portwright.evidence.gap import row_evidence, upstream_repo
+    from portwright.parity.pin import read_pin
+    from portwright.rules import load_rules
+    from portwright.vcs.git import open_repo
+
+    repo, cfg = repo_path(), config()
+    upstream = upstream_repo(repo, cfg)
+    pin = read_pin(repo, cfg)
+    rules = load_rules(repo)
+    found = row_evidence(upstream, repo, symbol, pin, cfg)
+    up = open_repo(upstream, what="upstream checkout")
+    excerpts: list[Excerpt] = []
+    for item in found.symbols:
+        hits = [(loc.path, loc.line) for loc in item.upstream_at_pin[:5]]
+        excerpts += cite_around(up, found.pin, hits, why=f"{item.symbol} at the pin")
+    context = GapContext(rules_prose=rules.prose_for(None), symbols=symbol,
+                         upstream_name=cfg.upstream.name, pin=found.pin,
+                         evidence=render_row_evidence(found), excerpts=excerpts)
+    client = build_client(cfg.model, repo, record=record, replay=replay)
+    run_id = run_id or (f"verify-gap-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-"
+                        f"{secrets.token_hex(3)}")
+    path = transcript_path(repo, cfg.state_dir, run_id)
+    workspace = Workspace(worktree=repo, upstream=upstream, pin=found.pin,
+                          evidence=EvidenceSources(gap=gap_source(upstream, repo, found.pin,
+                                                                  cfg)))
+    budget = RunBudget(cfg.model.budget, cfg.model.role_budgets, cfg.model.prices)
+    outcome = ROLE.run(context, client=client, workspace=workspace,
+                       budget=budget.for_role(ROLE.name), transcript=Transcript(path),
+                       max_steps=cfg.model.max_steps, ceiling=cfg.model.context_tokens)
+    payload = {"run_id": run_id, "status": str(outcome.status), "reason": outcome.reason,
+               "verdict": outcome.result, "transcript": str(path),
+               "spent": budget.report()["run"]}
+    if json:
+        emit_json(payload)
+    else:
+        _print_verdict(payload, outcome.result)
+    if not outcome.ok:
+        raise typer.Exit(1)
+
+
+def _print_verdict(payload: dict[str, Any], verdict: Any) -> None:
+    spent = payload["spent"]
+    if verdict is None:
+        console.print(f"[red]{payload['status']}[/]: {payload['reason']}", soft_wrap=True)
+    else:
+        console.print(f"verdict   [bold]{verdict.status}[/]")
+        console.print(f"reasoning {verdict.reasoning}", markup=False, soft_wrap=True)
+        table = Table("kind", "ref", "detail")
+        for item in verdict.evidence:
+            table.add_row(item.kind, item.ref, item.detail)
+        console.print(table)
+        for part in verdict.missing_parts:
+            console.print(f"missing   {part}", markup=False)
+    console.print(f"[dim]{spent.calls} calls, {spent.usage.total_tokens} tokens "
+                  f"({spent.usage.cached_tokens} cached), ${spent.cost_usd:.4f}; "
+                  f"transcript {payload['transcript']}[/]", soft_wrap=True)

@@ -273,3 +273,16 @@ def test_build_messages_refuses_reserved_keys_gracefully() -> None:
                               ceiling=10_000, excerpts=[excerpt])
     assert "upstream a.py:1-1@x:\n     1\tx = 1" in (messages[1].content or "")
     assert json.loads(json.dumps([m.model_dump() for m in messages]))
+
+
+def test_cite_around_merges_overlapping_hits(make_repo: Any) -> None:
+    from portwright.agents.prompting import cite_around
+
+    upstream = make_repo("up2")
+    sha = upstream.commit("f", {"a.py": "".join(f"l{i}\n" for i in range(1, 101)),
+                                "b.py": "b\n"})
+    excerpts = cite_around(open_repo(upstream.path), sha, [("a.py", 80), ("a.py", 15),
+                                                           ("b.py", 1), ("a.py", 10)],
+                           before=2, after=5)
+    assert [e.ref.split("@")[0] for e in excerpts] == [
+        "upstream a.py:8-20", "upstream a.py:78-85", "upstream b.py:1-1"]
