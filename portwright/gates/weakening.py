@@ -113,15 +113,34 @@ def weakening(diff: str) -> list[Finding]:
             key = text.strip()
             if _is_skip(text) and added_text[key] > removed_text[key]:
                 findings.append(Finding(path, number, f"adds a skip/xfail: `{key}`"))
-        removed_asserts = [(n, t) for n, t in removed if _is_assert(t)]
-        added_asserts = sum(1 for _, t in added if _is_assert(t))
-        gone = [(n, t) for n, t in removed_asserts if added_text[t.strip()] == 0]
-        if len(removed_asserts) > added_asserts:
-            for number, text in gone or removed_asserts:
-                findings.append(Finding(path, number,
-                                        f"removes an assertion (line {number} before the "
-                                        f"change): `{text.strip()}`"))
+        for number, text in _unmatched_asserts(removed, added):
+            findings.append(Finding(path, number, f"removes an assertion (line {number} before "
+                                    f"the change): `{text.strip()}`"))
     return findings
+
+
+def _unmatched_asserts(removed: list[tuple[int, str]],
+                      added: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Removed assertions that no added assertion replaces (an edited assertion is matched
+    to its most similar added one; a tolerance change is judged by :func:`_looser`)."""
+    from difflib import SequenceMatcher
+
+    pool = [t.strip() for _, t in added if _is_assert(t)]
+    lost: list[tuple[int, str]] = []
+    for number, text in removed:
+        if not _is_assert(text):
+            continue
+        key = text.strip()
+        if key in pool:
+            pool.remove(key)
+            continue
+        scored = [(SequenceMatcher(a=key, b=cand).ratio(), cand) for cand in pool]
+        best = max(scored, default=(0.0, ""))
+        if best[0] >= 0.6:
+            pool.remove(best[1])
+        else:
+            lost.append((number, text))
+    return lost
 
 
 def _looser(path: str, removed: list[tuple[int, str]],

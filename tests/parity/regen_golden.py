@@ -1,4 +1,6 @@
-"""Regenerate tests/parity/golden/*.out.md from the writers: ``python tests/parity/regen_golden.py``.
+"""Regenerate tests/parity/golden/*.out.md from the writers.
+
+Run ``python tests/parity/regen_golden.py``.
 
 Review the diff before committing: a golden file changes only when a writer's output should.
 """
@@ -11,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.parity.golden_cases import CASES, GOLDEN  # noqa: E402
+from tests.parity.golden_cases import CASES, GOLDEN
 
 
 def main() -> None:

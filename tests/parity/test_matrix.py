@@ -64,9 +64,11 @@ def test_unknown_status_names_file_line_and_allowed(tmp_path: Path) -> None:
     with pytest.raises(ParityFileError) as info:
         load_rows(tmp_path, _config())
     err = info.value
-    assert err.file is not None and err.file.endswith("kernels.md")
+    assert err.file is not None
+    assert err.file.endswith("kernels.md")
     assert err.line == 14
-    assert err.fix is not None and "missing, partial" in err.fix
+    assert err.fix is not None
+    assert "missing, partial" in err.fix
 
 
 def test_custom_status_vocabulary(tmp_path: Path) -> None:
@@ -78,7 +80,7 @@ def test_custom_status_vocabulary(tmp_path: Path) -> None:
 def test_duplicate_ids_across_matrices(tmp_path: Path) -> None:
     _write(tmp_path, MATRIX)
     _write(tmp_path, MATRIX, "docs/parity/more.md")
-    with pytest.raises(ParityFileError, match="already used at docs/parity/kernels.md:13"):
+    with pytest.raises(ParityFileError, match=r"already used at docs/parity/kernels\.md:13"):
         load_rows(tmp_path, _config())
 
 
@@ -120,8 +122,8 @@ def test_cells_split_on_unescaped_pipes() -> None:
 
 def test_many_rows_parse(tmp_path: Path) -> None:
     body = "".join(f"| r{i} | t | ported | | | |\n" for i in range(2000))
-    _write(tmp_path, "| id | title | status | spec | upstream | notes |\n|---|---|---|---|---|---|\n"
-           + body)
+    header = "| id | title | status | spec | upstream | notes |\n|---|---|---|---|---|---|\n"
+    _write(tmp_path, header + body)
     rows = load_rows(tmp_path, _config())
     assert len(rows) == 2000
     assert rows[-1].line == 2002

@@ -28,7 +28,8 @@ def _roundtrip(tmp_path: Path, name: str, text: str, config: PortwrightConfig) -
 
 
 def test_markdown_pin_round_trip(tmp_path: Path) -> None:
-    text = "# Sync\r\n\r\n> note: keep\r\n\r\n**Pinned commit:** `" + SHA + "`\r\n\r\nHistory: 1111111\r\n"
+    text = ("# Sync\r\n\r\n> note: keep\r\n\r\n**Pinned commit:** `" + SHA
+            + "`\r\n\r\nHistory: 1111111\r\n")
     _roundtrip(tmp_path, "upstream-sync.md", text, _config())
 
 
@@ -65,7 +66,8 @@ def test_missing_pin_names_file_and_fix(tmp_path: Path) -> None:
     with pytest.raises(ParityFileError) as info:
         read_pin(tmp_path, _config())
     assert "upstream-sync.md" in str(info.value)
-    assert info.value.fix and "Pinned commit" in info.value.fix
+    assert info.value.fix
+    assert "Pinned commit" in info.value.fix
 
 
 def test_malformed_yaml_pin_names_line(tmp_path: Path) -> None:

@@ -43,7 +43,8 @@ def test_ledger_entries(tmp_path: Path) -> None:
     assert [(e.change, e.kind, e.line) for e in entries] == [
         ("src/a.cc", LedgerKind.PORT, 7), ("src/c.cc", LedgerKind.ADAPTATION, 8),
         ("src/d.cc", LedgerKind.DIVERGENCE, 9), ("src/ring.cc", LedgerKind.FROM_SCRATCH, 10)]
-    assert entries[0].anchor is not None and entries[0].anchor.excerpt == "def f"
+    assert entries[0].anchor is not None
+    assert entries[0].anchor.excerpt == "def f"
     assert entries[1].commit == "0123abcd"
     assert entries[2].cost == "+2% decode latency"
 

@@ -157,6 +157,6 @@ def make_world(make_repo: Callable[[str], GitRepo]) -> World:
             "    assert attention(1, 2, 3) == 1\n"
             "    assert 2 == pytest.approx(2.0, rel=1e-6)\n"
         ),
-        ".gitignore": ".portwright/\n",
+        ".gitignore": ".portwright/\nbuild/\n__pycache__/\n",
     })
     return World(upstream=upstream, downstream=down, pin=pin)
