@@ -24,14 +24,18 @@ How a commit is judged. Only ``source`` and ``tests`` files carry *signals*:
 - ``test`` — a test case the commit declares (``def test_x``, ``it("…")``, ``TEST(A, B)``);
 - ``fixture`` — a file added under the tests kind that is not code, found downstream by its
   exact content (blob id), at HEAD or in history (``git log --find-object``);
-- ``file`` — a new source file, found by its canonical stem (mapped folder first).
+- ``file`` — a new source file, found by its canonical stem (mapped folder first);
+- ``removal`` — a name the commit removes from the tree entirely, when the downstream ever had
+  it: carried when the downstream no longer has it at HEAD.
 
 Each signal is looked up at downstream HEAD, then in downstream history (the
-:class:`~portwright.evidence.history.HistoryIndex`). All found at HEAD → ``landed``; some →
-``partial``; none at HEAD → ``missing`` (its evidence says when history had them: a reverted
-port). A commit that touches only docs and build files is ``not_applicable``. Confidence grows
-with the number of signals (``1 - 0.5 / (n + 1)`` for clean landed/missing answers), is 0.6 for
-``partial`` and 0.3 when the commit has no distinctive signal at all.
+:class:`~portwright.evidence.history.HistoryIndex`), leaving out portwright's own records
+(matrices, ledger, inventory, specs, pin store: they name upstream symbols without porting
+them). All signals carried at HEAD → ``landed``; some → ``partial``; none → ``missing`` (its
+evidence says when history had them: a reverted port). A commit that touches only docs and
+build files is ``not_applicable``. Confidence grows with the number of signals
+(``1 - 0.5 / (n + 1)`` for clean landed/missing answers), is 0.6 for ``partial`` and 0.3 when
+the commit has no distinctive signal at all.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ class Verdict(StrEnum):
     MISSING = "missing"
 
 
-SignalKind = Literal["name", "literal", "test", "fixture", "file"]
+SignalKind = Literal["name", "literal", "test", "fixture", "file", "removal"]
 
 
 class _Model(BaseModel):
@@ -121,6 +125,9 @@ class Evidence(_Model):
     """Downstream commit that added it (or, when only in history, that removed it)."""
     note: str = ""
     """How it matched, in words."""
+    carried: bool = False
+    """True when this signal says the downstream carries the change: an addition found at
+    HEAD, or a removal that the downstream made too."""
 
 
 class CommitGap(_Model):
@@ -340,8 +347,10 @@ def _candidate_names(text: str) -> list[str]:
 def _evidence(signal: _Signal, where: Literal["head", "history", "absent"], *,
               matched: str | None = None, path: str | None = None, line: int | None = None,
               commit: str | None = None, note: str = "") -> Evidence:
+    carried = where != "head" if signal.kind == "removal" else where == "head"
     return Evidence(signal=signal.text, kind=signal.kind, upstream_anchor=signal.anchor,
-                    where=where, matched=matched, path=path, line=line, commit=commit, note=note)
+                    where=where, matched=matched, path=path, line=line, commit=commit, note=note,
+                    carried=carried)
 
 
 def record_globs(config: PortwrightConfig) -> list[str]:
@@ -399,6 +408,8 @@ class _Downstream:
             return _evidence(signal, "absent", note="no file with this stem")
         if signal.kind == "test":
             return self._judge_test(signal)
+        if signal.kind == "removal":
+            return self._judge_removal(signal)
         if signal.kind == "literal" or not names.is_identifier(signal.text):
             return self._judge_literal(signal)
         return self._judge_name(signal)
@@ -434,6 +445,16 @@ class _Downstream:
                             note=f"in history ({len(history)} commits) but gone at HEAD; "
                                  f"last changed by {gone.sha[:12]} (reverted?)")
         return _evidence(signal, "absent", note="no spelling with this canonical key")
+
+    def _judge_removal(self, signal: _Signal) -> Evidence:
+        hits = self.tree.find_name(signal.text)
+        if hits:
+            return _evidence(signal, "head", matched=hits[0].text, path=hits[0].path,
+                             line=hits[0].line, note="upstream removed it; downstream still has it")
+        history = self.name_history(signal.text)
+        last = history[0].sha if history else None
+        return _evidence(signal, "history", matched=signal.text, commit=last,
+                         note="removed downstream too")
 
     def _judge_literal(self, signal: _Signal) -> Evidence:
         hits = self.tree.find_literal(signal.text)
@@ -475,24 +496,28 @@ def _verdict(facts: _CommitFacts, evidence: list[Evidence]) -> tuple[Verdict, fl
         return (Verdict.MISSING, 0.3,
                 "no distinctive name, literal, test or fixture to search for: judge by hand")
     n = len(evidence)
-    at_head = [e for e in evidence if e.where == "head"]
-    in_history = [e for e in evidence if e.where == "history"]
+    carried = [e for e in evidence if e.carried]
+    reverted = [e for e in evidence if e.where == "history" and e.kind != "removal"]
     sure = round(1 - 0.5 / (n + 1), 2)
-    if len(at_head) == n:
-        return Verdict.LANDED, sure, f"all {n} signals found at downstream HEAD"
-    if at_head:
-        missing = ", ".join(e.signal for e in evidence if e.where != "head")
-        return Verdict.PARTIAL, 0.6, f"{len(at_head)} of {n} signals at HEAD; missing: {missing}"
-    if in_history:
+    if len(carried) == n:
+        return Verdict.LANDED, sure, f"all {n} signals carried by downstream HEAD"
+    if carried:
+        missing = ", ".join(e.signal for e in evidence if not e.carried)
+        return (Verdict.PARTIAL, 0.6,
+                f"{len(carried)} of {n} signals carried at HEAD; not carried: {missing}")
+    if reverted:
         return (Verdict.MISSING, sure,
-                f"none of {n} signals at HEAD; {len(in_history)} were in downstream history "
+                f"none of {n} signals at HEAD; {len(reverted)} were in downstream history "
                 "and removed (a reverted port?)")
     return Verdict.MISSING, sure, f"none of {n} signals found downstream"
 
 
 def _commit_gap(facts: _CommitFacts, downstream: _Downstream) -> CommitGap:
     relevant = not facts.merge and bool(set(facts.kinds) & {"source", "tests"})
-    evidence = [downstream.judge(s) for s in facts.signals] if relevant else []
+    signals = list(facts.signals)
+    signals += [_Signal("removal", name, f"{name}@{facts.sha[:12]}") for name in facts.removed
+                if downstream.spellings(name)]  # only names the downstream ever had
+    evidence = [downstream.judge(s) for s in signals] if relevant else []
     verdict, confidence, reason = _verdict(facts, evidence)
     by_kind: dict[str, list[str]] = {}
     for signal in facts.signals:

@@ -142,3 +142,72 @@ def test_bad_revision_and_url(pair: Any, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         upstream_repo(pair.down.path, missing)
     assert upstream_repo(pair.down.path, pair.config) == pair.up.path.resolve()
+
+
+def _small_pair(make_repo: Any) -> tuple[Any, Any, PortwrightConfig]:
+    up = make_repo("up2")
+    up.commit("initial", {"src/legacy.py": "def legacy_mean(xs):\n    return 0\n",
+                          "src/core.py": "def keep_me():\n    return 1\n"})
+    down = make_repo("down2")
+    down.commit("port", {"lib/legacy.py": "def legacy_mean(xs):\n    return 0\n",
+                         "lib/core.py": "def keep_me():\n    return 1\n"})
+    return up, down, PortwrightConfig(upstream=UpstreamConfig(source="../up2"))
+
+
+def test_removal_carried_or_not(make_repo: Any) -> None:
+    up, down, config = _small_pair(make_repo)
+    base = up.head()
+    removal = up.commit("drop legacy_mean", remove=["src/legacy.py"])
+    before = scan_range(up.path, down.path, base, "HEAD", config)
+    (gap,) = before.commits
+    assert gap.removed == ["legacy_mean"]
+    assert gap.verdict is Verdict.MISSING, gap.reason
+    (evidence,) = gap.evidence
+    assert (evidence.kind, evidence.where, evidence.carried) == ("removal", "head", False)
+    assert "still has it" in evidence.note
+    dropped = down.commit("drop legacy_mean too", remove=["lib/legacy.py"])
+    after = scan_range(up.path, down.path, base, "HEAD", config)
+    (gap,) = after.commits
+    assert gap.sha == removal
+    assert gap.verdict is Verdict.LANDED, gap.reason
+    assert (gap.evidence[0].carried, gap.evidence[0].commit) == (True, dropped)
+
+
+def test_test_case_found_by_its_words(make_repo: Any) -> None:
+    up, down, config = _small_pair(make_repo)
+    base = up.head()
+    up.commit("test keep_me", {"tests/core.test.js": (
+        'it("keeps the value one", () => {\n  expect(keepMe()).toBe(1);\n});\n')})
+    down.commit("test keep_me", {"tests/test_core.py": (
+        "def test_keeps_the_value_one():\n    assert keep_me() == 1\n")})
+    (gap,) = scan_range(up.path, down.path, base, "HEAD", config).commits
+    assert gap.tests == ["keeps the value one"]
+    assert gap.verdict is Verdict.LANDED, gap.reason
+    test = next(e for e in gap.evidence if e.kind == "test")
+    assert (test.matched, test.path, test.line) == (
+        "test_keeps_the_value_one", "tests/test_core.py", 1)
+
+
+def test_no_distinctive_signal_is_judged_by_hand(make_repo: Any) -> None:
+    up, down, config = _small_pair(make_repo)
+    base = up.head()
+    up.commit("tweak", {"src/core.py": "def keep_me():\n    return 2\n"})
+    (gap,) = scan_range(up.path, down.path, base, "HEAD", config).commits
+    assert (gap.verdict, gap.confidence) == (Verdict.MISSING, 0.3)
+    assert "by hand" in gap.reason
+
+
+def test_merge_commits_are_not_applicable(make_repo: Any) -> None:
+    up, down, config = _small_pair(make_repo)
+    base = up.head()
+    up.git("checkout", "-q", "-b", "side")
+    up.commit("side work", {"src/side.py": "def side_effect_free():\n    pass\n"})
+    up.git("checkout", "-q", "main")
+    up.commit("main work", {"README.md": "hi\n"})
+    up.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    report = scan_range(up.path, down.path, base, "HEAD", config)
+    merge = report.commits[-1]
+    assert merge.subject == "merge side"
+    assert merge.verdict is Verdict.NOT_APPLICABLE
+    assert "merge" in merge.reason
+    assert {c.subject: c.verdict for c in report.commits}["side work"] is Verdict.MISSING
