@@ -1,9 +1,217 @@
-"""CLI commands of the parity room."""
+"""CLI commands of the parity room: rows, anchors check/remap, ledger check.
+
+Exit codes: 0 ok, 1 a check found problems, 2 bad input (a malformed file, a bad revision).
+Heavy imports happen inside the commands so ``portwright rows`` starts fast.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from portwright.cli.common import config, console, emit_json, err_console, repo_path
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import git
+
+    from portwright.config import PortwrightConfig
+
+anchors_app = typer.Typer(help="Check and re-locate upstream anchors.", no_args_is_help=True)
+ledger_app = typer.Typer(help="Check the parity ledger and the inventory.", no_args_is_help=True)
 
 
 def register(app: typer.Typer) -> None:
     """Add this room's commands to ``app``."""
+    app.command("rows")(rows)
+    app.add_typer(anchors_app, name="anchors")
+    app.add_typer(ledger_app, name="ledger")
+
+
+def rows(
+    status: Annotated[list[str] | None, typer.Option(
+        "--status", "-s", help="Only rows with this status (repeatable).")] = None,
+    open_only: Annotated[bool, typer.Option(
+        "--open", help="Only rows not in a done status ([artifacts] done_statuses).")] = False,
+    file: Annotated[str | None, typer.Option(
+        help="Only rows of matrices whose path contains this text.")] = None,
+    grep: Annotated[str | None, typer.Option(
+        "--grep", "-g", help="Only rows whose id or title contains this text.")] = None,
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the rows of the coverage matrices with their status and spec."""
+    from portwright.parity.matrix import load_rows
+
+    cfg = config()
+    found = load_rows(repo_path(), cfg)
+    if status:
+        wanted = {s.lower() for s in status}
+        unknown = sorted(wanted - {s.lower() for s in cfg.artifacts.statuses})
+        if unknown:
+            err_console.print(f"[bold red]error:[/] unknown status {', '.join(unknown)}; "
+                              f"use one of: {', '.join(cfg.artifacts.statuses)}")
+            raise typer.Exit(2)
+        found = [r for r in found if r.status.lower() in wanted]
+    if open_only:
+        found = [r for r in found if r.status not in cfg.artifacts.done_statuses]
+    if file:
+        found = [r for r in found if file in r.file]
+    if grep:
+        needle = grep.lower()
+        found = [r for r in found if needle in r.id.lower() or needle in r.title.lower()]
+    if json:
+        emit_json([r.model_dump(mode="json") for r in found])
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "status", "title", "spec", "where"):
+        table.add_column(column)
+    for row in found:
+        table.add_row(row.id, row.status, row.title, row.spec or "-", f"{row.file}:{row.line}")
+    console.print(table)
+    console.print(f"[dim]{len(found)} row(s)[/]")
+
+
+def _upstream(repo: Path, cfg: PortwrightConfig) -> git.Repo:
+    from pathlib import Path as _Path
+
+    from portwright.vcs.git import open_repo
+
+    source = _Path(cfg.upstream.source)
+    return open_repo(source if source.is_absolute() else repo / source,
+                     what="the upstream checkout")
+
+
+def _report(name: str, passed: bool, messages: list[str], json: bool) -> None:
+    if json:
+        emit_json({"check": name, "passed": passed, "messages": messages})
+    else:
+        for message in messages:
+            (console if passed else err_console).print(message, soft_wrap=True, markup=False)
+        console.print(f"{name}: " + ("[green]ok[/]" if passed else "[red]FAILED[/]"))
+    if not passed:
+        raise typer.Exit(1)
+
+
+@anchors_app.command("check")
+def anchors_check(
+    at: Annotated[str | None, typer.Option(
+        help="Resolve anchors without @sha at this upstream revision (default: the pin).")]
+    = None,
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Resolve every anchor of the specs and the ledger in upstream; excerpts must match."""
+    from portwright.gates.checks import check_anchors
+
+    repo, cfg = repo_path(), config()
+    verdict = check_anchors(repo, cfg, _upstream(repo, cfg), at=at)
+    _report("anchors", verdict.passed, verdict.messages, json)
+
+
+@anchors_app.command("remap")
+def anchors_remap(
+    to: Annotated[str, typer.Option("--to", help="Upstream revision to re-locate anchors at.")],
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Report only; do not rewrite the files.")] = False,
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Re-locate the anchors of specs and ledger at a new upstream revision, by content.
+
+    Each anchor's cited lines are looked up at --to (following renames); anchors found once
+    are rewritten in place (only their own bytes), the others are reported. Exit 1 when some
+    could not be placed.
+    """
+    from portwright.evidence.anchors import BlobReader, iter_anchor_matches, remap_anchor
+    from portwright.parity._files import glob_files, read_text, rel, write_text
+    from portwright.parity.pin import read_pin
+    from portwright.parity.spec import parse_spec
+
+    repo, cfg = repo_path(), config()
+    upstream = _upstream(repo, cfg)
+    reader = BlobReader(upstream)
+    target = reader.commit(to)
+    pin = read_pin(repo, cfg)
+    folder = cfg.artifacts.specs.rstrip("/")
+    files = glob_files(repo, [f"{folder}/**/*.md"])
+    ledger = repo / cfg.artifacts.ledger
+    if ledger.is_file():
+        files.append(ledger)
+    moved: list[dict[str, object]] = []
+    lost: list[dict[str, object]] = []
+    for path in files:
+        text = read_text(path)
+        default = pin
+        if path != ledger:
+            default = parse_spec(text, path, rel(repo, path)).pin or pin
+        pieces: list[str] = []
+        last = 0
+        for found in iter_anchor_matches(text):
+            outcome = remap_anchor(upstream, found.anchor, default, target, reader=reader)
+            where = f"{rel(repo, path)}:{found.line}"
+            if outcome.new is None:
+                lost.append({"where": where, "anchor": found.anchor.render(),
+                             "reason": outcome.reason})
+                continue
+            if outcome.new != found.anchor:
+                moved.append({"where": where, "old": found.anchor.render(),
+                              "new": outcome.new.render()})
+                pieces += [text[last:found.start], outcome.new.render()]
+                last = found.end
+        if pieces and not dry_run:
+            write_text(path, "".join(pieces) + text[last:])
+    if json:
+        emit_json({"to": target, "moved": moved, "unplaced": lost, "dry_run": dry_run})
+    else:
+        for item in moved:
+            console.print(f"{item['where']}: {item['old']} -> {item['new']}", markup=False,
+                          soft_wrap=True)
+        for item in lost:
+            err_console.print(f"{item['where']}: could not place {item['anchor']}: "
+                              f"{item['reason']}", markup=False, soft_wrap=True)
+        console.print(f"{len(moved)} moved, {len(lost)} unplaced"
+                      + (" (dry run: nothing written)" if dry_run else ""))
+    if lost:
+        raise typer.Exit(1)
+
+
+@ledger_app.command("check")
+def ledger_check(
+    resolve: Annotated[bool, typer.Option(
+        "--resolve/--no-resolve",
+        help="Also resolve every anchor and commit in upstream at the pin.")] = True,
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Check the ledger (kinds, references, costs of divergences) and the inventory
+    (searched paths), and resolve the ledger's upstream references."""
+    from portwright.errors import RevisionError
+    from portwright.evidence.anchors import AnchorError, BlobReader, resolve_anchor
+    from portwright.parity.inventory import load_inventory
+    from portwright.parity.ledger import load_ledger
+    from portwright.parity.pin import read_pin
+
+    repo, cfg = repo_path(), config()
+    entries, messages = load_ledger(repo, cfg, strict=False)
+    _, inventory_problems = load_inventory(repo, cfg, strict=False)
+    messages += inventory_problems
+    if resolve and entries:
+        upstream = _upstream(repo, cfg)
+        reader = BlobReader(upstream)
+        pin = read_pin(repo, cfg)
+        for entry in entries:
+            try:
+                if entry.anchor is not None:
+                    resolve_anchor(upstream, entry.anchor, pin, cited_in=entry.file,
+                                   cited_line=entry.line, reader=reader)
+                elif entry.commit is not None:
+                    reader.commit(entry.commit)
+            except AnchorError as exc:
+                messages.append(f"{entry.file}:{entry.line}: {exc.message}")
+            except RevisionError:
+                messages.append(f"{entry.file}:{entry.line}: upstream commit {entry.commit} "
+                                "does not exist upstream")
+    if not json:
+        console.print(f"{len(entries)} ledger entries")
+    _report("ledger", not messages, messages, json)

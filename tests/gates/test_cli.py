@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.parity.world import World
+
+
+def pw(world: World, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "portwright", "-C", str(world.repo), *args],
+                          capture_output=True, text=True, check=False)
+
+
+def test_gates_run_spec_phase_passes_and_records(world: World) -> None:
+    done = pw(world, "gates", "run", "--phase", "spec", "--run-id", "ci-1", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert [(r["name"], r["passed"]) for r in report["results"]] == [("anchors", True),
+                                                                     ("spec-complete", True)]
+    evidence = sorted((world.repo / ".portwright/runs/ci-1/evidence").glob("*.json"))
+    assert [p.name for p in evidence] == ["0001-anchors.json", "0002-spec-complete.json"]
+
+
+def test_gates_run_fails_with_exit_1(world: World) -> None:
+    world.downstream.commit("stale", {"src/extra.py": "X = 1\n"})
+    done = pw(world, "gates", "run", "--phase", "reconcile")
+    assert done.returncode == 1
+    assert "src/extra.py:1: introduced by the change but no ledger entry covers it" in done.stderr
+
+
+def test_gates_run_bad_phase_exits_2(world: World) -> None:
+    done = pw(world, "gates", "run", "--phase", "nightly", "--only", "anchors")
+    assert done.returncode == 2
+    assert "unknown phase 'nightly'" in done.stderr
