@@ -52,9 +52,10 @@ def classify(path: str, path_kinds: Mapping[str, list[str]]) -> str:
 
 
 def _unquote(raw: bytes) -> str:
-    text = raw.decode("utf-8", "surrogateescape")
+    text = raw.rstrip(b"\t").decode("utf-8", "surrogateescape")
     if text.startswith('"') and text.endswith('"'):
-        text = text[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        escaped = text[1:-1].encode("utf-8", "surrogateescape").decode("unicode_escape")
+        text = escaped.encode("latin-1").decode("utf-8", "surrogateescape")
     return text
 
 
