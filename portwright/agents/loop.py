@@ -35,6 +35,7 @@ from portwright.agents.llm import (
     CompletionRequest,
     LLMClient,
     Message,
+    ResponseSchema,
     ToolCall,
     ToolSpec,
     Usage,
@@ -104,7 +105,8 @@ def submit_spec(result_model: type[BaseModel]) -> ToolSpec:
 class _Turn(Generic[R]):
     """State of one loop run (kept small: the conversation, counters, the budget)."""
 
-    def __init__(self, role: str, client: LLMClient, messages: list[Message], toolbox: Toolbox,
+    def __init__(self, role: str, client: LLMClient, messages: list[Message],
+                 toolbox: Toolbox | None,
                  result_model: type[R], budget: RoleBudget, transcript: Transcript,
                  repeat_limit: int, check: Callable[[R], list[str]] | None = None) -> None:
         self.role = role
@@ -116,7 +118,7 @@ class _Turn(Generic[R]):
         self.budget = budget
         self.transcript = transcript
         self.repeat_limit = repeat_limit
-        self.specs = [*toolbox.specs(), submit_spec(result_model)]
+        self.specs = [] if toolbox is None else [*toolbox.specs(), submit_spec(result_model)]
         self.seen: Counter[str] = Counter()
         self.invalid = 0
         self.tool_errors = 0
@@ -180,6 +182,8 @@ class _Turn(Generic[R]):
     def answer_call(self, call: ToolCall) -> tuple[str, bool]:
         """Run one tool call; return its answer and whether the turn is stuck."""
         try:
+            if self.toolbox is None:
+                raise InvalidToolCall("no tools here; answer with JSON that fits the schema")
             answer = self.toolbox.call(call.name, call.arguments)
         except InvalidToolCall as exc:
             self.tool_errors += 1
@@ -292,3 +296,63 @@ def run_agent(
             return outcome
     error = AgentStuck(f"{role}: no result within {max_steps} steps")
     return turn.outcome(Status.STEP_LIMIT, f"no result within {max_steps} steps", error=error)
+
+
+def ask_structured(
+    *,
+    role: str,
+    client: LLMClient,
+    messages: list[Message],
+    result_model: type[R],
+    budget: RoleBudget,
+    transcript: Transcript | None = None,
+    attempts: int = 2,
+    check: Callable[[R], list[str]] | None = None,
+) -> AgentOutcome[R]:
+    """One question without tools, answered through structured output (JSON schema).
+
+    An unusable answer is sent back with what is wrong, up to ``attempts`` calls; every
+    call is charged to ``budget``, unusable ones counted as invalid.
+    """
+    transcript = transcript if transcript is not None else Transcript()
+    turn: _Turn[R] = _Turn(role, client, [], None, result_model, budget, transcript,
+                           repeat_limit=attempts + 1, check=check)
+    schema = ResponseSchema(name=result_model.__name__,
+                            schema=result_model.model_json_schema())
+    transcript.write("start", role=role, model=client.model, max_steps=attempts,
+                     tools=[], response_format=schema.name)
+    for message in messages:
+        turn.add(message)
+    while turn.steps < attempts:
+        turn.steps += 1
+        started = time.monotonic()
+        try:
+            try:
+                budget.check()
+            except BudgetExhausted as exc:
+                return turn.outcome(Status.BUDGET_EXHAUSTED, str(exc), error=exc)
+            request = CompletionRequest(messages=turn.conversation, response_format=schema)
+            try:
+                completion = client.complete(request)
+            except CassetteMismatch:
+                raise
+            except ModelError as exc:
+                turn.charge(Usage(), failed=True)
+                return turn.outcome(Status.MODEL_ERROR, str(exc), error=exc)
+            turn.charge(completion.usage, failed=False)
+            turn.add(completion.message)
+            try:
+                result = turn.parse_result(completion.message.content or "")
+            except InvalidToolCall as exc:
+                turn.count_invalid("reply", str(exc))
+                turn.add(Message(role="user", content=f"error: your answer {exc}; answer "
+                                                      "again with JSON that fits the schema"))
+                continue
+            return turn.outcome(Status.DONE, "structured answer", result)
+        finally:
+            elapsed = time.monotonic() - started
+            budget.charge_time(elapsed)
+            turn.spent.wall_seconds += elapsed
+    error = AgentStuck(f"{role}: no usable answer in {attempts} attempts")
+    return turn.outcome(Status.STEP_LIMIT, f"no usable answer in {attempts} attempts",
+                        error=error)

@@ -224,3 +224,23 @@ def test_missing_key_names_the_variable() -> None:
         OpenAIClient.from_config(config, environ={})
     local = OpenAIClient.from_config(ModelConfig(base_url="http://127.0.0.1:9/v1"), environ={})
     assert local.model == "gpt-4.1"
+
+
+def test_ask_structured_retries_an_unusable_answer(httpserver: HTTPServer) -> None:
+    from portwright.agents.loop import ask_structured
+
+    httpserver.expect_ordered_request(PATH).respond_with_json(
+        chat_body(content='{"value": "x"}'))
+    httpserver.expect_ordered_request(PATH).respond_with_json(
+        chat_body(content='{"value": "x", "lines": 2}'))
+    run_budget = budget()
+    outcome = ask_structured(role="tester", client=client_for(httpserver),
+                             messages=[Message(role="user", content="answer")],
+                             result_model=Answer, budget=run_budget.for_role("tester"))
+    assert outcome.unwrap() == Answer(value="x", lines=2)
+    assert outcome.invalid_replies == 1
+    first, second = sent_bodies(httpserver)
+    assert first["response_format"]["json_schema"]["name"] == "Answer"
+    assert "tools" not in first
+    assert "lines: Field required" in second["messages"][-1]["content"]
+    assert run_budget.report()["run"].calls == 2

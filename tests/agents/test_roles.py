@@ -239,16 +239,33 @@ def test_reviewer_starts_from_a_fresh_context(pair: dict[str, Any]) -> None:
 
     # the check can fail: smuggling the implementer's words into the evidence is caught
     leaked = context.model_copy(update={"evidence": f"notes: {secret_reasoning}"})
-    with pytest.raises(ContextLeak, match="assistant message of another role"):
+    with pytest.raises(ContextLeak, match="quotes an assistant message of another role"):
         reviewer.ROLE.run(leaked, client=ScriptedModel(review_script),
                           workspace=pair["workspace"], budget=role_budget("reviewer"),
                           forbidden=impl.messages)
     assert len(seen) == 1
 
 
-def test_check_fresh_ignores_short_common_texts() -> None:
-    mine = [Message(role="user", content="result: accepted")]
-    check_fresh(mine, [Message(role="tool", content="accepted")], role="reviewer")
+def test_check_fresh_tells_shared_context_from_a_leak() -> None:
+    spec = "## Slice\nport linear rope scaling with its default factor of 1.0"
+    theirs = [
+        Message(role="system", content=f"You are the implementer.\n{spec}"),
+        Message(role="assistant", content=spec),                      # quotes its own spec
+        Message(role="assistant", content="done"),                    # too short to tell
+        Message(role="tool", content="exit code 1\n--- stdout\nFAILED tests/test_rope.py"
+                                     "::test_linear - assert 2 == 4"),
+        Message(role="assistant", content="The dynamic mode is hard; I left it out quietly."),
+    ]
+    mine = [Message(role="system", content=f"You are the reviewer.\n{spec}"),
+            Message(role="user", content="evidence: FAILED tests/test_rope.py::test_linear "
+                                         "- assert 2 == 4\ndone")]
+    check_fresh(mine, theirs, role="reviewer")  # spec, tool observations, short words: fine
+    with pytest.raises(ContextLeak, match="quotes an assistant message"):
+        check_fresh([*mine, Message(role="user", content="note: The dynamic mode is hard; "
+                                                         "I left it out quietly.")],
+                    theirs, role="reviewer")
+    with pytest.raises(ContextLeak, match="holds an assistant message"):
+        check_fresh([*mine, theirs[2]], theirs, role="reviewer")
 
 
 def test_review_findings_must_be_on_changed_files(pair: dict[str, Any]) -> None:

@@ -50,24 +50,34 @@ class ContextLeak(RunFailure):
     """A role's context holds messages of another role it must not see."""
 
 
-LEAK_MIN_CHARS = 24
-"""Shorter texts (``accepted``, ``exit code 0``) are too common to prove a leak."""
+LEAK_MIN_CHARS = 40
+"""Shorter texts (``done``, ``I will read the file.``) are too common to prove a leak."""
 
 
 def check_fresh(messages: Sequence[Message], forbidden: Sequence[Message], *, role: str) -> None:
-    """Raise :class:`ContextLeak` when any model or tool text of ``forbidden`` appears in
-    ``messages`` (whole or quoted inside a longer text)."""
+    """Raise :class:`ContextLeak` when ``messages`` equal or quote what another role's model
+    said in ``forbidden``.
+
+    Checked: every ``forbidden`` message as a whole, and the text of each of its
+    assistant messages (the other model's own words) wherever it is quoted. Texts the
+    other role was itself given (its system and user messages: the spec, the rules) are
+    shared context, not a leak; tool answers are observations of the repository, which a
+    fresh role may make again.
+    """
+    given = [m.content for m in forbidden if m.role in ("system", "user") and m.content]
+    for other in forbidden:
+        if other.role == "assistant" and other in messages:
+            raise ContextLeak(f"{role}: its context holds an assistant message of another "
+                              "role; it must start fresh")
     texts = [m.content for m in messages if m.content]
     for other in forbidden:
-        pieces = [other.content or ""] + [c.arguments for c in other.tool_calls]
-        for piece in pieces:
-            piece = piece.strip()
-            if len(piece) < LEAK_MIN_CHARS:
-                continue
-            if any(piece in text for text in texts):
-                raise ContextLeak(
-                    f"{role}: its context holds a {other.role} message of another role "
-                    f"({piece[:60]!r}…); it must start fresh")
+        piece = (other.content or "").strip() if other.role == "assistant" else ""
+        if len(piece) < LEAK_MIN_CHARS or any(piece in text for text in given):
+            continue
+        if any(piece in text for text in texts):
+            raise ContextLeak(
+                f"{role}: its context quotes an assistant message of another role "
+                f"({piece[:60]!r}…); it must start fresh")
 
 
 @dataclass(frozen=True)
