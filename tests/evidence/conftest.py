@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from portwright.config import PortwrightConfig, UpstreamConfig
+from portwright.errors import UsageError
 
 IRIS = "sepal_length,sepal_width,species\n5.1,3.5,setosa\n4.9,3.0,setosa\n"
 
@@ -70,3 +71,14 @@ def pair(make_repo: Any) -> Pair:
     down.commit("Revert \"port weighted_median\"", remove=["lib/median.py"])
     config = PortwrightConfig(upstream=UpstreamConfig(source="../up", path_map={"src/": "lib/"}))
     return Pair(up=up, down=down, config=config, base=base, commits=commits)
+
+
+def grammar_or_skip(language: str) -> None:
+    """Skip, saying which package is missing, when no tree-sitter grammar for ``language``
+    can be loaded (the grammar wheels are not installed and the language pack is offline)."""
+    from portwright.evidence import treesitter
+
+    try:
+        treesitter.parser(language)
+    except UsageError as exc:
+        pytest.skip(f"no tree-sitter grammar for {language}: {exc.fix}")

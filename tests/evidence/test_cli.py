@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from portwright.cli import app
 from portwright.cli.common import console
+from tests.evidence.conftest import grammar_or_skip
 
 MATRIX = """# Parity
 
@@ -75,6 +76,7 @@ def test_gap_row_errors(configured: Any) -> None:
 
 
 def test_surface_and_trace(configured: Any) -> None:
+    grammar_or_skip("javascript")
     up = configured.up
     result = _run(configured, "surface", "computeScaleFactor", "--at", "HEAD", "--json")
     assert result.exit_code == 0, result.output

@@ -9,6 +9,7 @@ import pytest
 
 from portwright.errors import UsageError
 from portwright.evidence.surface import SurfaceReport, enumerate_surface
+from tests.evidence.conftest import grammar_or_skip
 
 DATA = Path(__file__).parent / "data" / "surface"
 
@@ -128,6 +129,7 @@ def test_python_surface_recall(upstream: Any) -> None:
 
 
 def test_js_surface_recall(upstream: Any) -> None:
+    grammar_or_skip("javascript")
     report = enumerate_surface(upstream.path, "computeScaleFactor", "HEAD")
     assert report.language == "javascript"
     missing = JS_EXPECTED - _found(report)
@@ -140,6 +142,7 @@ def test_js_surface_recall(upstream: Any) -> None:
 
 
 def test_cpp_surface(upstream: Any) -> None:
+    grammar_or_skip("cpp")
     report = enumerate_surface(upstream.path, "Scaler::scale", "HEAD")
     assert report.language == "cpp"
     assert _found(report) == {

@@ -11,6 +11,7 @@ import pytest
 from portwright.errors import UsageError
 from portwright.evidence import treesitter
 from portwright.evidence.surface import enumerate_surface
+from tests.evidence.conftest import grammar_or_skip
 
 TS = """export class Resizer {
   resize(width: number, height?: number, mode: "fit" | "fill" = "fit"): number {
@@ -41,6 +42,7 @@ def upstream(make_repo: Any) -> Any:
 
 
 def test_typescript_method(upstream: Any) -> None:
+    grammar_or_skip("typescript")
     report = enumerate_surface(upstream.path, "Resizer.resize", "HEAD")
     assert report.language == "typescript"
     params = {i.name: i.detail for i in report.of_kind("parameter")}
