@@ -186,32 +186,9 @@ def ledger_check(
 ) -> None:
     """Check the ledger (kinds, references, costs of divergences) and the inventory
     (searched paths), and resolve the ledger's upstream references."""
-    from portwright.errors import RevisionError
-    from portwright.evidence.anchors import AnchorError, BlobReader, resolve_anchor
-    from portwright.parity.inventory import load_inventory
-    from portwright.parity.ledger import load_ledger
-    from portwright.parity.pin import read_pin
+    from portwright.parity.ledger import check_ledger
 
-    repo, cfg = repo_path(), config()
-    entries, messages = load_ledger(repo, cfg, strict=False)
-    _, inventory_problems = load_inventory(repo, cfg, strict=False)
-    messages += inventory_problems
-    if resolve and entries:
-        upstream = _upstream(repo, cfg)
-        reader = BlobReader(upstream)
-        pin = read_pin(repo, cfg)
-        for entry in entries:
-            try:
-                if entry.anchor is not None:
-                    resolve_anchor(upstream, entry.anchor, pin, cited_in=entry.file,
-                                   cited_line=entry.line, reader=reader)
-                elif entry.commit is not None:
-                    reader.commit(entry.commit)
-            except AnchorError as exc:
-                messages.append(f"{entry.file}:{entry.line}: {exc.message}")
-            except RevisionError:
-                messages.append(f"{entry.file}:{entry.line}: upstream commit {entry.commit} "
-                                "does not exist upstream")
+    entries, messages = check_ledger(repo_path(), config(), resolve=resolve)
     if not json:
         console.print(f"{len(entries)} ledger entries")
     _report("ledger", not messages, messages, json)

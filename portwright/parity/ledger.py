@@ -35,7 +35,14 @@ from portwright.parity.markdown import plain_cell
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LedgerEntry", "LedgerKind", "add_entry", "load_ledger", "parse_ledger"]
+__all__ = [
+    "LedgerEntry",
+    "LedgerKind",
+    "add_entry",
+    "check_ledger",
+    "load_ledger",
+    "parse_ledger",
+]
 
 CHANGE = ("change", "downstream", "path")
 UPSTREAM = ("upstream", "reference", "upstream reference")
@@ -185,3 +192,39 @@ def add_entry(repo: Path, config: PortwrightConfig, *, change: str, upstream: st
                               fix="pass a valid entry")
     write_text(path, new_text)
     return next(e for e in entries if e.line == line)
+
+
+def check_ledger(repo: Path, config: PortwrightConfig, *,
+                 resolve: bool = True) -> tuple[list[LedgerEntry], list[str]]:
+    """Every problem of the ledger and the inventory, each ``file:line: message``; with
+    ``resolve``, every anchor and commit of the ledger is also resolved upstream at the pin
+    (one ``git cat-file`` process for all of them)."""
+    from portwright.errors import RevisionError
+    from portwright.evidence.anchors import BlobReader, resolve_anchor
+    from portwright.parity.inventory import load_inventory
+    from portwright.parity.pin import read_pin
+    from portwright.vcs.git import open_repo
+
+    entries, messages = load_ledger(repo, config, strict=False)
+    _, inventory_problems = load_inventory(repo, config, strict=False)
+    messages += inventory_problems
+    if not resolve or not entries:
+        return entries, messages
+    source = Path(config.upstream.source)
+    upstream = open_repo(source if source.is_absolute() else repo / source,
+                         what="the upstream checkout")
+    reader = BlobReader(upstream)
+    pin = read_pin(repo, config)
+    for entry in entries:
+        try:
+            if entry.anchor is not None:
+                resolve_anchor(upstream, entry.anchor, pin, cited_in=entry.file,
+                               cited_line=entry.line, reader=reader)
+            elif entry.commit is not None:
+                reader.commit(entry.commit)
+        except AnchorError as exc:
+            messages.append(f"{entry.file}:{entry.line}: {exc.message}")
+        except RevisionError:
+            messages.append(f"{entry.file}:{entry.line}: upstream commit {entry.commit} "
+                            "does not exist upstream")
+    return entries, messages

@@ -199,10 +199,11 @@ def _fast_table(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     while line < end:
         if state.sCount[line] < state.blkIndent:
             break
-        if any(rule(state, line, end, True) for rule in terminators):
-            break
         first = state.bMarks[line] + state.tShift[line]
         text = state.src[first: state.eMarks[line]]
+        # a line that starts with a pipe cannot open a fence, quote, list, heading or rule
+        if not text.startswith("|") and any(rule(state, line, end, True) for rule in terminators):
+            break
         if not text.strip() or state.is_code_block(line):
             break
         cells = split_cells(text)
