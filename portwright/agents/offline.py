@@ -59,8 +59,8 @@ class ScriptedModel:
 
         def script(request: CompletionRequest) -> Message | str:
             if not queue:
-                raise ModelError(f"scripted model has no reply left for call "
-                                 f"{len(request.messages)} messages in")
+                raise ModelError(f"the scripted model has no reply left ({len(replies)} "
+                                 "given)")
             return queue.pop(0)
 
         return cls(script, model=model)

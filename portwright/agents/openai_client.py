@@ -12,6 +12,7 @@ refuses any base URL that is not a loopback address, the default OpenAI URL incl
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import os
 from collections.abc import Mapping
@@ -146,12 +147,14 @@ def _completion(data: dict[str, Any], model: str) -> Completion:
         raise ModelError("the model endpoint answered without any choice")
     choice = choices[0]
     raw = choice.get("message") or {}
-    calls = [
-        ToolCall(id=str(c.get("id") or f"call_{i}"),
-                 name=str((c.get("function") or {}).get("name") or ""),
-                 arguments=str((c.get("function") or {}).get("arguments") or ""))
-        for i, c in enumerate(raw.get("tool_calls") or [])
-    ]
+    calls = []
+    for i, raw_call in enumerate(raw.get("tool_calls") or []):
+        function = raw_call.get("function") or {}
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):  # some servers send an object, not JSON text
+            arguments = "" if arguments is None else json.dumps(arguments)
+        calls.append(ToolCall(id=str(raw_call.get("id") or f"call_{i}"),
+                              name=str(function.get("name") or ""), arguments=arguments))
     message = Message(role="assistant", content=raw.get("content"), tool_calls=calls)
     return Completion(message=message, usage=usage_from(data.get("usage")),
                       model=str(data.get("model") or model),

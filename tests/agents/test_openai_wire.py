@@ -244,3 +244,16 @@ def test_ask_structured_retries_an_unusable_answer(httpserver: HTTPServer) -> No
     assert "tools" not in first
     assert "lines: Field required" in second["messages"][-1]["content"]
     assert run_budget.report()["run"].calls == 2
+
+
+def test_tool_arguments_sent_as_an_object_are_accepted(httpserver: HTTPServer) -> None:
+    body = chat_body(calls=[("read_file", {"path": "notes.txt"})])
+    body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = {
+        "path": "notes.txt"}
+    body["choices"][0]["message"]["tool_calls"][0].pop("id")
+    httpserver.expect_request(PATH).respond_with_json(body)
+    completion = client_for(httpserver).complete(
+        CompletionRequest(messages=[Message(role="user", content="read")]))
+    (only,) = completion.message.tool_calls
+    assert only.id == "call_0"
+    assert json.loads(only.arguments) == {"path": "notes.txt"}
