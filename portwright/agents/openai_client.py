@@ -133,7 +133,7 @@ class OpenAIClient:
             raise ModelError(f"cannot reach the model endpoint {self.base_url}: {exc}") from exc
         except openai.OpenAIError as exc:
             raise ModelError(f"model call failed: {exc}") from exc
-        return _completion(cast(dict[str, Any], response.model_dump()), self.model)
+        return _completion(cast(dict[str, Any], response.model_dump(warnings=False)), self.model)
 
 
 def _short(text: str, limit: int = 300) -> str:
