@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,12 +35,14 @@ def git(repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
 def git_lines(repo: Path, *args: str) -> Iterator[bytes]:
     """Stream the stdout lines of a long git command (``log -p`` over a whole history)."""
     env = {**os.environ, **_ENV_OVERRIDES}
-    with subprocess.Popen(["git", "-C", str(repo), *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env=env) as proc:
+    with tempfile.TemporaryFile() as errors, subprocess.Popen(
+            ["git", "-C", str(repo), *args], stdout=subprocess.PIPE, stderr=errors,
+            env=env) as proc:
         assert proc.stdout is not None
         yield from proc.stdout
-        err = proc.stderr.read() if proc.stderr is not None else b""
         code = proc.wait()
+        errors.seek(0)
+        err = errors.read()
     if code != 0:
         raise RepositoryError(f"git {args[0]} failed: {err.decode('utf-8', 'replace').strip()}",
                               file=repo, fix="check that the path is a git checkout")

@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 from array import array
 from collections import Counter
@@ -213,7 +214,7 @@ class HistoryIndex:
         }
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
             tmp.replace(path)
         except OSError as exc:

@@ -16,7 +16,7 @@ def test_benchmark_small(tmp_path: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = tmp_path / "result.json"
-    results = module.run(300, 20, out)
-    assert results["commits"] == 300
+    results = module.run(300, 20, out, extra=10)
+    assert (results["commits_built"], results["commits"]) == (300, 310)
     assert results["identical_answers"] is True
     assert json.loads(out.read_text())["searches"] == 20
