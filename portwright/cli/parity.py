@@ -116,18 +116,20 @@ def anchors_remap(
     to: Annotated[str, typer.Option("--to", help="Upstream revision to re-locate anchors at.")],
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Report only; do not rewrite the files.")] = False,
+    move_pin: Annotated[bool, typer.Option(
+        "--move-pin", help="Also record the new revision as the pin.")] = False,
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Re-locate the anchors of specs and ledger at a new upstream revision, by content.
 
     Each anchor's cited lines are looked up at --to (following renames); anchors found once
-    are rewritten in place (only their own bytes), the others are reported. Exit 1 when some
-    could not be placed.
+    are rewritten in place (only their own bytes) and each spec's pin moves to --to; the
+    others are reported. Exit 1 when some could not be placed.
     """
     from portwright.evidence.anchors import BlobReader, iter_anchor_matches, remap_anchor
     from portwright.parity._files import glob_files, read_text, rel, write_text
-    from portwright.parity.pin import read_pin
-    from portwright.parity.spec import parse_spec
+    from portwright.parity.pin import read_pin, write_pin
+    from portwright.parity.spec import parse_spec, set_front_matter_scalar
 
     repo, cfg = repo_path(), config()
     upstream = _upstream(repo, cfg)
@@ -144,8 +146,10 @@ def anchors_remap(
     for path in files:
         text = read_text(path)
         default = pin
+        spec_pin = None
         if path != ledger:
-            default = parse_spec(text, path, rel(repo, path)).pin or pin
+            spec_pin = parse_spec(text, path, rel(repo, path)).pin
+            default = spec_pin or pin
         pieces: list[str] = []
         last = 0
         for found in iter_anchor_matches(text):
@@ -160,10 +164,16 @@ def anchors_remap(
                               "new": outcome.new.render()})
                 pieces += [text[last:found.start], outcome.new.render()]
                 last = found.end
-        if pieces and not dry_run:
-            write_text(path, "".join(pieces) + text[last:])
+        new_text = "".join(pieces) + text[last:]
+        if spec_pin is not None and spec_pin != target:
+            new_text = set_front_matter_scalar(new_text, "pin", target)
+        if new_text != text and not dry_run:
+            write_text(path, new_text)
+    if move_pin and not dry_run:
+        write_pin(repo, cfg, target)
     if json:
-        emit_json({"to": target, "moved": moved, "unplaced": lost, "dry_run": dry_run})
+        emit_json({"to": target, "moved": moved, "unplaced": lost, "dry_run": dry_run,
+                   "pin_moved": move_pin and not dry_run})
     else:
         for item in moved:
             console.print(f"{item['where']}: {item['old']} -> {item['new']}", markup=False,

@@ -73,6 +73,7 @@ __all__ = [
     "load_specs",
     "parse_spec",
     "render_spec",
+    "set_front_matter_scalar",
     "spec_problems",
 ]
 
@@ -222,6 +223,22 @@ def parse_spec(text: str, path: Path, relpath: str) -> Spec:
         anchors=anchors,
         front_line=front_line,
     )
+
+
+def set_front_matter_scalar(text: str, key: str, value: str) -> str:
+    """``text`` with the top-level front-matter scalar ``key`` set to ``value``; only the old
+    value's bytes change (quotes and a trailing comment stay)."""
+    import re
+
+    match = re.match(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*$", text, re.DOTALL | re.MULTILINE)
+    if match is None:
+        raise ParityFileError("the spec has no front matter", fix="start it with --- lines")
+    line = re.compile(rf"^{re.escape(key)}:[ \t]*(['\"]?)(?P<value>[^'\"#\r\n]*?)\1[ \t]*"
+                      r"(?:#.*)?$", re.MULTILINE)
+    found = line.search(text, match.start(1), match.end(1))
+    if found is None:
+        raise ParityFileError(f"the front matter has no `{key}:`", fix=f"add `{key}: ...`")
+    return text[: found.start("value")] + value + text[found.end("value"):]
 
 
 def _has_text(body: str) -> bool:

@@ -54,7 +54,7 @@ def test_anchors_check_and_remap(world: World) -> None:
                                          "requirements.txt": "torch==2.5.0\n"})
     stale = pw(world, "anchors", "check", "--at", new)
     assert stale.returncode == 1
-    remap = pw(world, "anchors", "remap", "--to", new, "--json")
+    remap = pw(world, "anchors", "remap", "--to", new, "--json", "--move-pin")
     assert remap.returncode == 1  # the torch line changed: reported, not guessed
     report = json.loads(remap.stdout)
     assert [m["new"] for m in report["moved"]][:2] == [
@@ -65,7 +65,14 @@ def test_anchors_check_and_remap(world: World) -> None:
     spec = (world.repo / "specs/attn-fp8.md").read_text()
     original = SPEC.format(pin=world.pin)
     assert spec == original.replace("attn/fp8.py:4-6", "attn/fp8.py:6-8").replace(
-        "attn/fp8.py:9-10", "attn/fp8.py:11-12").replace("attn/fp8.py:5 ", "attn/fp8.py:7 ")
+        "attn/fp8.py:9-10", "attn/fp8.py:11-12").replace("attn/fp8.py:5 ", "attn/fp8.py:7 "
+                                                          ).replace(world.pin, new)
+    pin_file = (world.repo / "upstream-sync.md").read_text()
+    assert pin_file == f"# Upstream sync\n\nPinned commit: `{new}`\n"
+    after = pw(world, "anchors", "check")
+    assert after.returncode == 1
+    assert "requirements.txt:2" in after.stderr  # only the unplaced anchor still fails
+    assert after.stderr.count("anchor `") == 1
 
 
 def test_ledger_check(world: World) -> None:

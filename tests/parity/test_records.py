@@ -150,3 +150,13 @@ def test_spec_bad_front_matter(tmp_path: Path) -> None:
     path.write_text("---\nrow: [unclosed\n---\n# x\n")
     with pytest.raises(ParityFileError, match="front matter is not valid YAML"):
         load_spec(tmp_path, path)
+
+
+def test_set_front_matter_scalar_changes_only_the_value() -> None:
+    from portwright.parity.spec import set_front_matter_scalar
+
+    text = "---\nrow: a\npin: '0123abc'  # upstream\nslice: x\n---\n# pin: 0123abc\n"
+    assert set_front_matter_scalar(text, "pin", "fedcba9") == (
+        "---\nrow: a\npin: 'fedcba9'  # upstream\nslice: x\n---\n# pin: 0123abc\n")
+    with pytest.raises(ParityFileError, match="no `answers:`"):
+        set_front_matter_scalar(text, "answers", "x")
