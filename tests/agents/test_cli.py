@@ -12,7 +12,7 @@ from pytest_httpserver import HTTPServer
 
 from portwright.agents.loop import SUBMIT
 from portwright.agents.transcript import read_transcript
-from tests.agents.conftest import chat_body
+from tests.agents.helpers import chat_body
 
 PATH = "/v1/chat/completions"
 

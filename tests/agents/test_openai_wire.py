@@ -19,7 +19,7 @@ from portwright.agents.tools import Toolbox
 from portwright.agents.transcript import Transcript, read_transcript
 from portwright.config import ModelBudget, ModelConfig, Price
 from portwright.errors import BudgetExhausted, ConfigError, ModelError
-from tests.agents.conftest import chat_body
+from tests.agents.helpers import chat_body
 
 PATH = "/v1/chat/completions"
 

@@ -18,7 +18,7 @@ from portwright.agents.roles import gap_verifier
 from portwright.agents.transcript import Transcript, read_transcript
 from portwright.config import ModelBudget
 from portwright.errors import ModelError
-from tests.agents.conftest import chat_body
+from tests.agents.helpers import chat_body
 
 PATH = "/v1/chat/completions"
 VERDICT = {"status": "missing", "reasoning": "only upstream defines it",

@@ -9,7 +9,7 @@ import pytest
 
 from portwright.agents.tools import InvalidToolCall, Toolbox, Workspace
 from portwright.errors import ConfinementError, ToolError
-from tests.agents.conftest import tree_snapshot
+from tests.agents.helpers import tree_snapshot
 
 ALL = ["read_file", "show_upstream", "list_dir", "search", "git_history", "write_file",
        "edit_file", "run_command"]
