@@ -45,7 +45,7 @@ from portwright.sandboxes.base import ExecResult
 from portwright.sandboxes.local import base_env, resolve_cwd
 from portwright.sandboxes.mounts import sandbox_mounts
 from portwright.sandboxes.output import LogNamer, OutputSink
-from portwright.sandboxes.selection import DOCKER_FIX
+from portwright.sandboxes.selection import DOCKER_FIX, engine_socket_problem
 
 logger = logging.getLogger(__name__)
 
@@ -81,13 +81,17 @@ def owner_alive(token: str) -> bool:
 
 def docker_client(timeout: int = 60) -> docker.DockerClient:
     """A client of the local engine, or :class:`EngineUnavailable` with how to start it."""
+    problem = engine_socket_problem()
+    if problem is not None:
+        raise EngineUnavailable(problem, fix=DOCKER_FIX)
     try:
         client = docker.from_env(timeout=timeout)
-        client.ping()
     except DockerException as exc:
-        raise EngineUnavailable(f"the Docker engine does not answer: {exc}",
-                                fix=DOCKER_FIX) from exc
-    except Exception as exc:  # requests' connection errors
+        raise EngineUnavailable(f"no Docker engine: {exc}", fix=DOCKER_FIX) from exc
+    try:
+        client.ping()
+    except Exception as exc:  # the SDK raises its own and requests' errors alike
+        client.close()
         raise EngineUnavailable(f"the Docker engine does not answer: {exc}",
                                 fix=DOCKER_FIX) from exc
     return client

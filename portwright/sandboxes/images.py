@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -238,17 +237,16 @@ def build_base_image(
             shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
             progress("packing the root file system")
             archive = Path(tmp) / "rootfs.tar"
-            with tarfile.open(archive, "w") as tar:
-                tar.add(rootfs, arcname=".")
+            _run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(archive), "."],
+                 progress)
             shutil.rmtree(rootfs, ignore_errors=True)
             progress(f"docker import → {tag}")
             repository, _, version = tag.rpartition(":")
             if not repository or "/" in version:
                 repository, version = tag, "latest"
             changes = [f"LABEL {LABEL_IMAGE}=base", "ENV LANG=C.UTF-8", 'CMD ["/bin/sh"]']
-            with archive.open("rb") as data:
-                client.api.import_image_from_stream(data, repository=repository, tag=version,
-                                                    changes=changes)
+            client.api.import_image_from_file(str(archive), repository=repository,
+                                              tag=version, changes=changes)
         image = client.images.get(tag)
         progress(f"built {tag} ({image.short_id})")
         return str(image.id)

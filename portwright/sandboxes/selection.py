@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -40,8 +42,29 @@ class Selection(BaseModel):
     """One sentence: why this backend."""
 
 
+def engine_socket_problem() -> str | None:
+    """Why the engine's unix socket cannot be reached (None when it accepts, or is not a
+    unix socket). Checked before the SDK connects: it leaks the socket of a failed connect."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if not host.startswith("unix://"):
+        return None
+    path = host.removeprefix("unix://")
+    if not Path(path).exists():
+        return f"no engine: {path} does not exist"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(3)
+        try:
+            probe.connect(path)
+        except OSError as exc:
+            return f"no engine listens on {path}: {exc.strerror or exc}"
+    return None
+
+
 def docker_status(timeout: float = 3.0) -> str:
     """``ok`` when a Docker engine answers a ping, else why not."""
+    problem = engine_socket_problem()
+    if problem is not None:
+        return problem
     try:
         import docker
         from docker.errors import DockerException

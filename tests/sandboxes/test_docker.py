@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from portwright.config import SandboxConfig
-from portwright.errors import ImageMissing
+from portwright.errors import ImageMissing, SandboxDied
 from portwright.sandboxes import read_log
 from portwright.sandboxes.docker import LABEL_RUN, DockerSandbox
 from tests.conftest import docker_engine_running
@@ -322,3 +322,20 @@ def test_prune_removes_container_of_killed_run(tmp_path: Path) -> None:
         for container in client.containers.list(all=True, filters=flt):
             container.remove(force=True)
         client.close()
+
+
+def test_full_tmp_is_a_clear_result(box: DockerSandbox) -> None:
+    res = box.exec(["sh", "-c", "dd if=/dev/zero of=/tmp/fill bs=1M count=100; rc=$?; "
+                                "rm -f /tmp/fill; exit $rc"])
+    assert res.exit_code != 0
+    assert "No space left on device" in res.stderr_head
+    assert box.exec(["true"]).ok
+
+
+def test_dead_container_raises_sandbox_died(tmp_path: Path) -> None:
+    wt, _ = make_worktree(tmp_path / "repos")
+    with DockerSandbox(wt, config=LIMITS, run_id="test-died", log_dir=tmp_path / "l") as sb:
+        assert sb.container is not None
+        sb.container.kill()
+        with pytest.raises(SandboxDied, match=r"exited|vanished|is "):
+            sb.exec(["true"])
