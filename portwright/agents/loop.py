@@ -60,6 +60,8 @@ class Status(StrEnum):
     STEP_LIMIT = "step_limit"
     STUCK = "stuck"
     MODEL_ERROR = "model_error"
+    FAILED = "failed"
+    """A tool hit a run failure (the sandbox died, …)."""
 
 
 class AgentStuck(RunFailure):
@@ -241,7 +243,11 @@ class _Turn(Generic[R]):
                     continue
                 self.add(Message(role="tool", tool_call_id=call.id, content="accepted"))
                 return self.outcome(Status.DONE, "result submitted", result)
-            answer, repeated = self.answer_call(call)
+            try:
+                answer, repeated = self.answer_call(call)
+            except RunFailure as exc:
+                self.add(Message(role="tool", tool_call_id=call.id, content=f"error: {exc}"))
+                return self.outcome(Status.FAILED, f"{call.name}: {exc}", error=exc)
             self.add(Message(role="tool", tool_call_id=call.id, content=answer))
             stuck = stuck or repeated
         if stuck:

@@ -13,10 +13,11 @@ from portwright.agents.budget import RunBudget
 from portwright.agents.llm import CompletionRequest, Message, ToolCall
 from portwright.agents.loop import SUBMIT, AgentStuck, Status, run_agent
 from portwright.agents.offline import ScriptedModel, call
-from portwright.agents.tools import Toolbox
+from portwright.agents.tools import Toolbox, Workspace
 from portwright.agents.transcript import Transcript, read_transcript, transcript_path
 from portwright.config import ModelBudget
-from portwright.errors import BudgetExhausted
+from portwright.errors import BudgetExhausted, SandboxDied
+from tests.agents.helpers import SubprocessSandbox
 
 
 class Done(BaseModel):
@@ -117,3 +118,24 @@ def test_transcript_goes_to_the_runs_evidence_folder(pair: dict[str, Any],
     assert events[-1]["result"] == {"answer": "alpha"}
     assert events[-1]["spent"]["calls"] == 2
     assert all("t" in e for e in read_transcript(path, drop_times=False))
+
+
+class DeadSandbox(SubprocessSandbox):
+    def exec(self, argv: Any, **kwargs: Any) -> Any:
+        raise SandboxDied("the container went away")
+
+
+def test_a_dead_sandbox_ends_the_turn_with_its_reason(pair: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    workspace = Workspace(worktree=pair["downstream"].path, sandbox=DeadSandbox())
+    transcript = Transcript(tmp_path / "t.jsonl")
+    outcome = run_agent(role="r", client=ScriptedModel.from_replies([
+        call("run_command", {"command": "make"})]), messages=[Message(role="user",
+                                                                      content="go")],
+        toolbox=Toolbox(workspace, ["run_command"]), result_model=Done,
+        budget=RunBudget(ModelBudget()).for_role("r"), transcript=transcript)
+    assert outcome.status is Status.FAILED
+    assert outcome.reason == "run_command: the container went away"
+    assert read_transcript(tmp_path / "t.jsonl")[-1]["status"] == "failed"
+    with pytest.raises(SandboxDied):
+        outcome.unwrap()
