@@ -9,7 +9,6 @@ sha256 of the full log and the downstream commit it ran on.
 from __future__ import annotations
 
 import logging
-import shlex
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from portwright.config import PortwrightConfig
 from portwright.errors import GateFailed, RulesError
 from portwright.gates.models import GateResult
 from portwright.gates.testids import from_junit, from_output
-from portwright.rules import BuiltinCheck, Phase, ResolvedGate, Rules
+from portwright.rules import Phase, ResolvedGate, Rules
 from portwright.runs.models import EvidenceKind, EvidenceRecord
 from portwright.runs.store import RunStore
 from portwright.sandboxes.base import ExecResult, Sandbox
@@ -242,11 +241,3 @@ def require_passed(results: list[GateResult]) -> None:
     if failed:
         raise GateFailed("; ".join(f"{r.name}: {r.messages[0] if r.messages else 'failed'}"
                                    for r in failed))
-
-
-def quote(argv: list[str]) -> str:
-    return shlex.join(argv)
-
-
-def is_builtin(name: str) -> bool:
-    return name in {c.value for c in BuiltinCheck}

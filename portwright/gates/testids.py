@@ -17,13 +17,25 @@ def from_junit(path: Path) -> tuple[list[str], list[str]]:
 
     Skipped tests are in neither list.
     """
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise GateFailed(f"{path}: cannot read the JUnit report: {exc}") from exc
+    try:
+        return from_junit_text(text)
+    except GateFailed as exc:
+        raise GateFailed(f"{path}: {exc}") from exc
+
+
+def from_junit_text(text: str) -> tuple[list[str], list[str]]:
+    """:func:`from_junit` of XML given as text."""
     from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
     from junitparser.junitparser import JUnitXmlError
 
     try:
-        xml = JUnitXml.fromfile(str(path))
-    except (JUnitXmlError, OSError, ValueError) as exc:
-        raise GateFailed(f"{path}: not a JUnit XML report: {exc}") from exc
+        xml = JUnitXml.fromstring(text)
+    except (SyntaxError, JUnitXmlError, ValueError) as exc:  # XML parse errors are SyntaxErrors
+        raise GateFailed(f"not a JUnit XML report: {exc}") from exc
     suites = [xml] if xml._tag == "testsuite" else list(xml)
     passed: list[str] = []
     failed: list[str] = []
@@ -54,12 +66,3 @@ def from_output(text: str) -> tuple[list[str], list[str]]:
         (passed if word == "OK" else failed).add(ident)
     return sorted(passed - failed), sorted(failed)
 
-
-def from_junit_text(text: str) -> tuple[list[str], list[str]]:
-    """:func:`from_junit` of XML given as text."""
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("w", suffix=".xml", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        return from_junit(Path(handle.name))
