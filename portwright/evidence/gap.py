@@ -30,8 +30,8 @@ How a commit is judged. Only ``source`` and ``tests`` files carry *signals*:
 
 Each signal is looked up at downstream HEAD, then in downstream history (the
 :class:`~portwright.evidence.history.HistoryIndex`), leaving out portwright's own records
-(matrices, ledger, inventory, specs, pin store: they name upstream symbols without porting
-them). All signals carried at HEAD → ``landed``; some → ``partial``; none → ``missing`` (its
+(matrices, ledger, inventory, specs, pin store, AGENTS.md: they name upstream symbols without
+porting them). All signals carried at HEAD → ``landed``; some → ``partial``; none → ``missing`` (its
 evidence says when history had them: a reverted port). A commit that touches only docs and
 build files is ``not_applicable``. Confidence grows with the number of signals
 (``1 - 0.5 / (n + 1)`` for clean landed/missing answers), is 0.6 for ``partial`` and 0.3 when
@@ -57,6 +57,7 @@ from portwright.evidence._git import check_repo, git, rev_parse
 from portwright.evidence.history import CountChange, HistoryIndex, pickaxe
 from portwright.evidence.lookup import Location, TreeView, present_in_tree
 from portwright.evidence.patch import FilePatch, classify, commit_patch
+from portwright.rules.loader import RULES_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +67,8 @@ MIN_LITERAL = 8
 _CODE_EXTENSIONS = re.compile(r"\.(py|pyi|js|jsx|mjs|cjs|ts|tsx|c|cc|cpp|cxx|h|hh|hpp|cu|rs|go|"
                               r"java|kt|rb|swift|cs)\Z")
 _DEFINITION_RE = re.compile(
-    r"\b(?:def|class|function|const|let|var|struct|enum|interface|type|fn|func)\s+"
-    r"([A-Za-z_$][A-Za-z0-9_$]*)"
+    r"\b(?:def|class|function|struct|enum|interface|type|fn|func)\s+([A-Za-z_$][A-Za-z0-9_$]*)"
+    r"|^(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)"
     r"|^\s*(?:[A-Za-z_][\w:<>,*& ]*\s+)?([A-Za-z_]\w*)\s*\([^;]*\)\s*(?:const\s*)?\{")
 
 Progress = Callable[[int, int], None]
@@ -330,13 +331,17 @@ def _distinctive_literal(text: str) -> bool:
 
 
 def _candidate_names(text: str) -> list[str]:
-    """Distinctive names of a line: multi-word identifiers, and any name it defines."""
+    """Distinctive names of a line: any name it defines (functions, classes, top-level
+    constants), and multi-word identifiers that are not members of something else
+    (``Number.isInteger`` is an API in use, not a name of the change)."""
     defined = {g for m in _DEFINITION_RE.finditer(text) for g in m.groups() if g}
     out = []
-    for name in tokens.identifiers(text):
+    for match in tokens.IDENT_RE.finditer(text):
+        name = match.group()
         if not tokens.distinctive(name):
             continue
-        if name in defined or len(names.split_words(name)) >= 2:
+        member = text[:match.start()].rstrip().endswith(".")
+        if name in defined or (len(names.split_words(name)) >= 2 and not member):
             out.append(name)
     return list(dict.fromkeys(out))
 
@@ -355,11 +360,12 @@ def _evidence(signal: _Signal, where: Literal["head", "history", "absent"], *,
 
 def record_globs(config: PortwrightConfig) -> list[str]:
     """Globs of the downstream files that are portwright's records, not the port: matrices,
-    ledger, inventory, specs, the pin store, ``portwright.toml`` and the state folder."""
+    ledger, inventory, specs, the pin store, the rules files (``AGENTS.md``),
+    ``portwright.toml`` and the state folder."""
     art = config.artifacts
     folder = art.specs if art.specs.endswith("/") else art.specs + "/"
     return [*art.matrices, art.ledger, art.inventory, folder, config.pin.file,
-            "portwright.toml", config.state_dir.rstrip("/") + "/"]
+            f"**/{RULES_NAME}", "portwright.toml", config.state_dir.rstrip("/") + "/"]
 
 
 class _Downstream:
