@@ -57,7 +57,8 @@ LABEL_WORKTREE = "portwright.worktree"
 
 SANDBOX_HOME = "/tmp/home"
 _WRAPPER = (
-    'mkdir -p "$HOME" 2>/dev/null; "$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+    '[ -d "$HOME" ] || mkdir -p "$HOME" 2>/dev/null; "$@"; rc=$?; kill -9 -1 2>/dev/null; '
+    "exit $rc"
 )
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -123,9 +124,9 @@ class DockerSandbox:
         self._client: docker.DockerClient | None = None
         self._logs = LogNamer(log_dir)
         self._lock = threading.Lock()
-        stat = self.worktree.stat() if self.worktree.exists() else None
-        self.uid = stat.st_uid if stat else os.getuid()
-        self.gid = stat.st_gid if stat else os.getgid()
+        self.uid = os.getuid()
+        """Who commands run as: the worktree's owner (set when the sandbox starts)."""
+        self.gid = os.getgid()
         self._cgroups: dict[str, Path | None] = {}
 
     # -- lifecycle -------------------------------------------------------------------
@@ -134,6 +135,8 @@ class DockerSandbox:
         if not self.worktree.is_dir():
             raise SandboxError(f"worktree {self.worktree} does not exist",
                                fix="create the run's worktree before opening its sandbox")
+        stat = self.worktree.stat()
+        self.uid, self.gid = stat.st_uid, stat.st_gid
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._client = docker_client()
         try:

@@ -29,8 +29,8 @@ AS_ROOT = os.geteuid() == 0
 @pytest.fixture(scope="module")
 def box() -> Iterator[BwrapSandbox]:
     with open_tmp() as base:
-        wt, _ = make_worktree(base / "repos")
-        with BwrapSandbox(wt, config=LIMITS, log_dir=base / "logs") as sb:
+        wt, main = make_worktree(base / "repos")
+        with BwrapSandbox(wt, config=LIMITS, log_dir=base / "logs", upstream=main) as sb:
             yield sb
 
 
@@ -193,3 +193,17 @@ def test_git_pointer_cannot_be_rewritten(box: BwrapSandbox) -> None:
     assert "rewrote" not in res.stdout_head
     assert "removed" not in res.stdout_head
     assert pointer.read_text() == before
+
+
+def test_upstream_is_read_only(box: BwrapSandbox) -> None:
+    assert box.upstream is not None
+    upstream = box.upstream
+    res = box.exec(["sh", "-c", f"cat {upstream}/hello.cpp && "
+                                f"(touch {upstream}/new 2>/dev/null && echo wrote; "
+                                f"echo x >> {upstream}/hello.cpp 2>/dev/null && echo appended;"
+                                " true)"])
+    assert res.ok
+    assert "#include <cstdio>" in res.stdout_head
+    assert "wrote" not in res.stdout_head
+    assert "appended" not in res.stdout_head
+    assert not (upstream / "new").exists()

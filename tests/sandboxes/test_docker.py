@@ -36,9 +36,9 @@ LIMITS = SandboxConfig(memory="256m", pids=64, cpus=1.0, tmpfs_size="64m", timeo
 @pytest.fixture(scope="module")
 def box() -> Iterator[DockerSandbox]:
     with open_tmp() as base:
-        wt, _ = make_worktree(base / "repos")
-        with DockerSandbox(wt, config=LIMITS, run_id="test-docker",
-                           log_dir=base / "logs") as sb:
+        wt, main = make_worktree(base / "repos")
+        with DockerSandbox(wt, config=LIMITS, run_id="test-docker", log_dir=base / "logs",
+                           upstream=main) as sb:
             yield sb
 
 
@@ -339,3 +339,17 @@ def test_dead_container_raises_sandbox_died(tmp_path: Path) -> None:
         sb.container.kill()
         with pytest.raises(SandboxDied, match=r"exited|vanished|is "):
             sb.exec(["true"])
+
+
+def test_upstream_is_read_only(box: DockerSandbox) -> None:
+    assert box.upstream is not None
+    upstream = box.upstream
+    res = box.exec(["sh", "-c", f"cat {upstream}/hello.cpp && "
+                                f"(touch {upstream}/new 2>/dev/null && echo wrote; "
+                                f"echo x >> {upstream}/hello.cpp 2>/dev/null && echo appended;"
+                                " true)"])
+    assert res.ok
+    assert "#include <cstdio>" in res.stdout_head
+    assert "wrote" not in res.stdout_head
+    assert "appended" not in res.stdout_head
+    assert not (upstream / "new").exists()
