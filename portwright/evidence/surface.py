@@ -406,7 +406,8 @@ def _test_functions(body: list[ast.stmt], prefix: str
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and \
                 node.name.startswith("test"):
             yield prefix, node
-        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+        elif isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or
+                                                 node.name.endswith(("Test", "Tests"))):
             yield from _test_functions(node.body, f"{prefix}::{node.name}")
 
 

@@ -37,7 +37,11 @@ PY = """class Norm:
 def upstream(make_repo: Any) -> Any:
     repo = make_repo("upstream")
     test = 'it("resizes", () => new Resizer().resize(1));\n'
-    repo.commit("samples", {"src/resize.ts": TS, "pkg/norm.py": PY, "test/resize.test.ts": test})
+    unit = ("import unittest\nfrom pkg.norm import Norm\n\n"
+            "class NormTests(unittest.TestCase):\n"
+            "    def test_forward(self):\n        Norm(2).forward(1)\n")
+    repo.commit("samples", {"src/resize.ts": TS, "pkg/norm.py": PY, "test/resize.test.ts": test,
+                            "tests/test_unit.py": unit})
     return repo
 
 
@@ -61,6 +65,8 @@ def test_python_method_and_class(upstream: Any) -> None:
         ("parameter", "x"), ("parameter", "mode"), ("branch", "mode"),
         ("raise", "NotImplementedError")}
     assert "self" not in {i.name for i in forward.of_kind("parameter")}
+    assert [i.name for i in forward.of_kind("test")] == [
+        "tests/test_unit.py::NormTests::test_forward"]
     cls = enumerate_surface(upstream.path, "Norm", "HEAD")
     assert {i.name: i.detail for i in cls.of_kind("parameter")} == {
         "dim": "required", "eps": "default=1e-06"}
