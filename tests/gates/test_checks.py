@@ -37,8 +37,20 @@ def test_anchor_off_by_one_line(world: World) -> None:
 
 
 def test_anchor_excerpt_drifted_after_upstream_moved(world: World) -> None:
-    moved = world.upstream.commit("change fp8", {"attn/fp8.py": "def fp8_attention(q, k, v):\n"
-                                                 "    return q\n"})
+    from tests.parity.world import UPSTREAM_FILES
+
+    text = UPSTREAM_FILES["attn/fp8.py"].replace("** -0.5", "** -0.25")
+    moved = world.upstream.commit("rescale", {"attn/fp8.py": text})
+    world.downstream.write("upstream-sync.md", f"Pinned commit: {moved}\n")
+    world.downstream.write("specs/attn-fp8.md", SPEC.format(pin=moved))
+    assert _anchors(world) == [
+        'specs/attn-fp8.md:29: anchor `attn/fp8.py:5 "scale = q.shape[-1] ** -0.5"`: the '
+        "excerpt 'scale = q.shape[-1] ** -0.5' is not in the cited lines"]
+
+
+def test_anchor_to_deleted_lines(world: World) -> None:
+    moved = world.upstream.commit("shrink", {"attn/fp8.py": "def fp8_attention(q, k, v):\n"
+                                             "    return q\n"})
     world.downstream.write("upstream-sync.md", f"Pinned commit: {moved}\n")
     world.downstream.write("specs/attn-fp8.md", SPEC.format(pin=moved))
     messages = _anchors(world)
@@ -252,3 +264,17 @@ def test_bad_base_is_a_clear_failure(world: World, bad_base: str) -> None:
     verdict = check_additive(world.repo, load_rules(world.repo), base=bad_base)
     assert not verdict.passed
     assert "no-such-rev" in verdict.messages[0]
+
+
+def test_row_whose_spec_changed_must_be_updated(world: World) -> None:
+    spec = (world.repo / "specs/attn-fp8.md").read_text()
+    world.downstream.commit("spec: prefill ported", {
+        "specs/attn-fp8.md": spec.replace("| prefill | mode | deferred | needs paged prefill |",
+                                          "| prefill | mode | ported | |")})
+    assert _reconciled(world) == [
+        "docs/parity/models.md:7: row 'attn-fp8' is affected (its spec specs/attn-fp8.md "
+        "changed) but was not updated (status still 'partial')"]
+    matrix = (world.repo / "docs/parity/models.md").read_text()
+    world.downstream.commit("row", {"docs/parity/models.md": matrix.replace(
+        "| partial | [spec]", "| ported | [spec]")})
+    assert check_reconciled(world.repo, world.config(), base="HEAD~2").passed
