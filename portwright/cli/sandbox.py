@@ -52,18 +52,23 @@ def prune_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     all_runs: Annotated[bool, typer.Option(
         "--all", help="Also remove containers of runs whose process still lives.")] = False,
+    images: Annotated[bool, typer.Option(
+        "--images", help="Also remove older images built from Dockerfiles.")] = False,
 ) -> None:
     """Remove sandbox containers whose run process is gone (crashed or killed runs)."""
-    from portwright.sandboxes.images import prune
+    from portwright.sandboxes.images import prune, prune_images
 
     removed = prune(all_runs=all_runs)
+    removed_images = prune_images() if images else []
     if as_json:
-        emit_json({"removed": removed})
+        emit_json({"removed": removed, "removed_images": removed_images})
         return
-    if not removed:
+    if not removed and not removed_images:
         console.print("nothing to prune")
     for run_id in removed:
         console.print(f"removed the sandbox of run [bold]{run_id}[/]")
+    for tag in removed_images:
+        console.print(f"removed image {tag}")
 
 
 @sandbox_app.command("info")

@@ -316,3 +316,34 @@ def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None) 
         if own:
             client.close()
     return removed
+
+
+def prune_images(*, keep_latest: bool = True,
+                 client: docker.DockerClient | None = None) -> list[str]:
+    """Remove images built from downstream Dockerfiles (label ``portwright.image=dockerfile``).
+
+    Keeps the newest build of each repository when ``keep_latest``; images a container
+    still uses are left alone. Returns the removed tags.
+    """
+    own = client is None
+    client = client or docker_client()
+    removed: list[str] = []
+    try:
+        images = client.images.list(filters={"label": f"{LABEL_IMAGE}=dockerfile"})
+        newest: dict[str, str] = {}
+        for image in sorted(images, key=lambda i: str(i.attrs.get("Created", ""))):
+            for tag in image.tags:
+                newest[tag.rpartition(":")[0]] = str(image.id)
+        for image in images:
+            if keep_latest and str(image.id) in newest.values():
+                continue
+            try:
+                client.images.remove(str(image.id))
+            except APIError as exc:
+                logger.info("kept image %s: %s", image.short_id, exc.explanation or exc)
+                continue
+            removed += image.tags or [image.short_id]
+    finally:
+        if own:
+            client.close()
+    return removed

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from portwright.config import SandboxConfig
 from portwright.errors import ConfigError, ImageMissing, SandboxError
-from portwright.sandboxes.images import BASE_TAG, debian_mirror, ensure_image
+from portwright.sandboxes.images import BASE_TAG, debian_mirror, ensure_image, prune_images
 from tests.conftest import docker_engine_running
 
 
@@ -98,6 +98,12 @@ def test_dockerfile_is_built_once_and_logged(tmp_path: Path) -> None:
         with pytest.raises(ImageMissing, match="failed") as info:
             ensure_image(config, repo, client=client, build_log_dir=tmp_path / "logs")
         assert "build log" in str(info.value)
+        (repo / "ci" / "Dockerfile").write_text(f"FROM {BASE_TAG}\nRUN echo {time.time_ns()}\n")
+        newer = ensure_image(config, repo, client=client, build_log_dir=tmp_path / "logs")
+        assert newer != tag
+        removed = prune_images(client=client)
+        assert tag in removed
+        assert newer not in removed
     finally:
         for image in client.images.list(filters={"label": "portwright.image=dockerfile"}):
             if any(t.startswith("portwright/sandbox-repo-") for t in image.tags):
