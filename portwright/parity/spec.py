@@ -125,6 +125,8 @@ class SpecSection(_Model):
     """1-based line of the heading."""
     empty: bool
     """No text under the heading (before the next heading of its level)."""
+    end: int
+    """Last line of the section's body."""
 
 
 class Spec(_Model):
@@ -218,8 +220,8 @@ def parse_spec(text: str, path: Path, relpath: str) -> Spec:
         answers=_str_map(data.get("answers"), "answers", path),
         dependencies=_str_map(data.get("dependencies"), "dependencies", path),
         surface=surface,
-        sections=[SpecSection(title=s.title, line=s.line, empty=not _has_text(s.body))
-                  for s in heads],
+        sections=[SpecSection(title=s.title, line=s.line, empty=not _has_text(s.body),
+                              end=s.body_line + s.body.count("\n")) for s in heads],
         anchors=anchors,
         front_line=front_line,
     )
@@ -281,8 +283,13 @@ def spec_problems(spec: Spec, *, questions: list[str], required_sections: list[s
             and not spec.surface:
         out.append(f"{spec.file}:{titles['surface'].line}: the surface table has no items "
                    "(columns: item | kind | status | reason | anchor)")
+    out += _dependency_problems(spec)
     for item in spec.surface:
         at = f"{spec.file}:{item.line}"
+        if item.status is SurfaceStatus.PORTED and not find_anchors(item.anchor) \
+                and item.anchor not in {"-", "—"} and _has_anchor_column(spec):
+            out.append(f"{at}: surface item {item.item!r} is ported but cites no upstream "
+                       "anchor (path:LINE[-END]) in its anchor cell")
         if item.status is None:
             shown = repr(item.status_text) if item.status_text else "no status"
             out.append(f"{at}: surface item {item.item!r} is not classified ({shown}); use "
@@ -290,6 +297,29 @@ def spec_problems(spec: Spec, *, questions: list[str], required_sections: list[s
         elif item.status is not SurfaceStatus.PORTED and item.reason in {"", "-", "—"}:
             out.append(f"{at}: surface item {item.item!r} is {item.status.value} without a "
                        "reason")
+    return out
+
+
+def _has_anchor_column(spec: Spec) -> bool:
+    return any(item.anchor for item in spec.surface)
+
+
+def _dependency_problems(spec: Spec) -> list[str]:
+    """Each declared dependency version must be quoted by an anchor under
+    ``## Dependency anchors`` (the lock file, requirements or submodule that pins it)."""
+    if not spec.dependencies:
+        return []
+    section = next((s for s in spec.sections if s.title.lower() == "dependency anchors"), None)
+    if section is None:
+        return [f"{spec.file}:{spec.front_line or 1}: dependencies are declared but there is "
+                "no `## Dependency anchors` section citing where upstream pins them"]
+    cited = [a for a, line in spec.anchors if section.line < line <= section.end]
+    out = []
+    for name, version in spec.dependencies.items():
+        if not any(a.excerpt and version in a.excerpt for a in cited):
+            out.append(f"{spec.file}:{section.line}: dependency {name} {version} is not backed "
+                       "by an anchor whose excerpt quotes the version (e.g. "
+                       f'`requirements.txt:3 "{name}=={version}"`)')
     return out
 
 

@@ -160,3 +160,39 @@ def test_set_front_matter_scalar_changes_only_the_value() -> None:
         "---\nrow: a\npin: 'fedcba9'  # upstream\nslice: x\n---\n# pin: 0123abc\n")
     with pytest.raises(ParityFileError, match="no `answers:`"):
         set_front_matter_scalar(text, "answers", "x")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('- `requirements.txt:2 "torch==2.4.0"`', "- `requirements.txt:2`",
+         "specs/a.md:31: dependency torch 2.4.0 is not backed by an anchor"),
+        ('| decode | mode | ported | | `attn/fp8.py:4-6 "def fp8_attention(q, k, v):"` |',
+         "| decode | mode | ported | | |",
+         "specs/a.md:19: surface item 'decode' is ported but cites no upstream anchor"),
+    ],
+    ids=["dependency-unbacked", "ported-without-anchor"],
+)
+def test_spec_anchor_requirements(tmp_path: Path, old: str, new: str, message: str) -> None:
+    path = tmp_path / "a.md"
+    text = SPEC.format(pin="0123abc")
+    assert old in text
+    (tmp_path / "specs").mkdir()
+    path = tmp_path / "specs" / "a.md"
+    path.write_text(text.replace(old, new))
+    problems = spec_problems(load_spec(tmp_path, path), questions=QUESTIONS,
+                             required_sections=SECTIONS)
+    assert len(problems) == 1
+    assert problems[0].startswith(message), problems
+
+
+def test_rendered_spec_is_complete(tmp_path: Path) -> None:
+    from tests.parity.golden_cases import spec as rendered
+
+    path = tmp_path / "specs" / "b.md"
+    path.parent.mkdir()
+    path.write_text(rendered(tmp_path))
+    spec = load_spec(tmp_path, path)
+    assert spec_problems(spec, questions=["kv_cache_dtype", "gemm_layout"],
+                         required_sections=SECTIONS) == []
+    assert [i.item for i in spec.surface] == ["decode", "prefill", "a|b"]
