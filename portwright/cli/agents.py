@@ -140,10 +140,9 @@ def verify_gap(
 ) -> None:
     """Run the gap verifier on this repository at the upstream pin and print its verdict."""
     from portwright.agents.budget import RunBudget
-    from portwright.agents.evidence import gap_source, render_row_evidence
+    from portwright.agents.evidence import gap_source
     from portwright.agents.models import build_client
-    from portwright.agents.prompting import Excerpt, cite_around
-    from portwright.agents.roles.gap_verifier import ROLE, GapContext
+    from portwright.agents.roles.gap_verifier import ROLE, context_from_evidence
     from portwright.agents.tools import EvidenceSources, Workspace
     from portwright.agents.transcript import Transcript, transcript_path
     from portwright.evidence.gap import row_evidence, upstream_repo
@@ -156,14 +155,9 @@ def verify_gap(
     pin = read_pin(repo, cfg)
     rules = load_rules(repo)
     found = row_evidence(upstream, repo, symbol, pin, cfg)
-    up = open_repo(upstream, what="upstream checkout")
-    excerpts: list[Excerpt] = []
-    for item in found.symbols:
-        hits = [(loc.path, loc.line) for loc in item.upstream_at_pin[:5]]
-        excerpts += cite_around(up, found.pin, hits, why=f"{item.symbol} at the pin")
-    context = GapContext(rules_prose=rules.prose_for(None), symbols=symbol,
-                         upstream_name=cfg.upstream.name, pin=found.pin,
-                         evidence=render_row_evidence(found), excerpts=excerpts)
+    context = context_from_evidence(
+        found, open_repo(upstream, what="upstream checkout"),
+        rules_prose=rules.prose_for(None), upstream_name=cfg.upstream.name)
     client = build_client(cfg.model, repo, record=record, replay=replay)
     run_id = run_id or (f"verify-gap-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-"
                         f"{secrets.token_hex(3)}")

@@ -44,3 +44,45 @@ def test_surface_candidates_list_the_items(tools: Toolbox, pair: dict[str, Any])
     assert "test_rope" in out
     with pytest.raises(ToolError, match=r"surface enumeration failed: .*no definition"):
         tools.call("surface_candidates", json.dumps({"symbol": "does_not_exist"}))
+
+
+def test_enumerator_context_from_the_surface_engine(pair: dict[str, Any]) -> None:
+    from portwright.agents.budget import RunBudget
+    from portwright.agents.loop import SUBMIT
+    from portwright.agents.offline import ScriptedModel, call
+    from portwright.agents.roles.enumerator import ROLE, context_from_surface
+    from portwright.config import ModelBudget
+    from portwright.evidence.surface import enumerate_surface
+    from portwright.vcs.git import open_repo
+
+    upstream = pair["upstream"].path
+    report = enumerate_surface(upstream, "rope_scaling", pair["pin"])
+    context = context_from_surface(report, open_repo(upstream), rules_prose="rules")
+    assert context.pin == pair["pin"]
+    assert "parameter: x" in context.candidates
+    assert any(c.startswith("test: ") for c in context.candidates)
+    assert {e.ref.split("@")[0].split(":")[0] for e in context.excerpts} == {
+        "upstream src/attn.py", "upstream tests/test_attn.py"}
+    items = [{"item": c, "classification": "ported"} for c in context.candidates]
+    outcome = ROLE.run(context, client=ScriptedModel.from_replies([
+        call(SUBMIT, {"slice": "all of it", "items": items})]), workspace=pair["workspace"],
+        budget=RunBudget(ModelBudget()).for_role("enumerator"))
+    assert outcome.ok
+    assert [i.item for i in outcome.unwrap().items] == context.candidates
+
+
+def test_gap_context_from_row_evidence(pair: dict[str, Any]) -> None:
+    from portwright.agents.roles.gap_verifier import ROLE, context_from_evidence
+    from portwright.evidence.gap import row_evidence
+    from portwright.vcs.git import open_repo
+
+    upstream, downstream = pair["upstream"].path, pair["downstream"].path
+    config = PortwrightConfig(upstream=UpstreamConfig(source=str(upstream)))
+    found = row_evidence(upstream, downstream, ["rope_scaling"], pair["pin"], config)
+    context = context_from_evidence(found, open_repo(upstream), rules_prose="rules",
+                                    upstream_name="pyserve", row="| rope | missing |")
+    assert context.symbols == ["rope_scaling"]
+    assert "downstream at HEAD: none" in context.evidence
+    task = ROLE.messages(context)[1].content or ""
+    assert f"upstream src/attn.py:1-6@{pair['pin'][:12]}" in task
+    assert "| rope | missing |" in task

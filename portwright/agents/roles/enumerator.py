@@ -7,11 +7,14 @@ a candidate, invents one or classifies one twice is refused and answered back.
 
 from __future__ import annotations
 
+import git
 from pydantic import Field
 
-from portwright.agents.prompting import Excerpt
+from portwright.agents.evidence import candidate_labels
+from portwright.agents.prompting import Excerpt, cite_around
 from portwright.agents.results import SurfaceClassification
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
+from portwright.evidence.surface import SurfaceReport
 
 
 class EnumeratorContext(RoleContext):
@@ -25,6 +28,22 @@ class EnumeratorContext(RoleContext):
     """The parity row, if any."""
     candidates: list[str] = Field(min_length=1)
     """The framework's candidate items; each must be classified exactly once."""
+
+
+def context_from_surface(report: SurfaceReport, upstream: git.Repo, *, rules_prose: str,
+                         row: str = "") -> EnumeratorContext:
+    """The enumerator's context from the framework's surface report: one candidate per item,
+    and the upstream ranges (at the report's revision) the items are anchored at."""
+    hits: list[tuple[str, int]] = []
+    for anchor in [report.definition, *(item.anchor for item in report.items)]:
+        place = anchor.rsplit("@", 1)[0]
+        path, _, line = place.rpartition(":")
+        if path and line.isdigit():
+            hits.append((path, int(line)))
+    excerpts = cite_around(upstream, report.rev, hits, before=2, after=8,
+                           why=f"surface of {report.symbol}")
+    return EnumeratorContext(rules_prose=rules_prose, symbol=report.symbol, pin=report.rev,
+                             row=row, candidates=candidate_labels(report), excerpts=excerpts)
 
 
 def _check(context: EnumeratorContext, result: SurfaceClassification) -> list[str]:

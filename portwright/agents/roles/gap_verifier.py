@@ -8,11 +8,14 @@ re-check.
 
 from __future__ import annotations
 
+import git
 from pydantic import Field
 
-from portwright.agents.prompting import Excerpt
+from portwright.agents.evidence import render_row_evidence
+from portwright.agents.prompting import Excerpt, cite_around
 from portwright.agents.results import GapVerdict
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
+from portwright.evidence.gap import RowEvidence
 
 
 class GapContext(RoleContext):
@@ -28,6 +31,20 @@ class GapContext(RoleContext):
     """The parity row (matrix line) being verified, if any."""
     evidence: str = ""
     """What the framework's own search found, as text."""
+
+
+def context_from_evidence(found: RowEvidence, upstream: git.Repo, *, rules_prose: str,
+                          upstream_name: str, row: str = "", per_symbol: int = 5
+                          ) -> GapContext:
+    """The gap verifier's context from the framework's row evidence: the evidence as text and
+    the upstream ranges (at the pin) around the first ``per_symbol`` hits of each symbol."""
+    excerpts: list[Excerpt] = []
+    for item in found.symbols:
+        hits = [(loc.path, loc.line) for loc in item.upstream_at_pin[:per_symbol]]
+        excerpts += cite_around(upstream, found.pin, hits, why=f"{item.symbol} at the pin")
+    return GapContext(rules_prose=rules_prose, symbols=[s.symbol for s in found.symbols],
+                      upstream_name=upstream_name, pin=found.pin, row=row,
+                      evidence=render_row_evidence(found), excerpts=excerpts)
 
 
 def _check(context: GapContext, verdict: GapVerdict) -> list[str]:
