@@ -1,9 +1,11 @@
 """Benchmark: HistoryIndex against a loop of ``git log -S`` on a generated history.
 
-Generates a repository of ``--commits`` commits with ``git fast-import`` (one
-process, no ``git commit`` per commit), builds the index (time, commits/s, peak
-Python memory), runs the same ``--searches`` symbol searches through the index
-and through ``git log -S``, asserts identical answers and writes the figures to
+Generates a repository of ``--commits`` (+100) commits with ``git fast-import``
+(one process, no ``git commit`` per commit), builds the index over the first
+``--commits`` (time, commits/s, peak Python memory), saves it, updates it
+incrementally with the last 100 (load + update + save), runs the same
+``--searches`` symbol searches through the index and through ``git log -S``
+over the whole history, asserts identical answers and writes the figures to
 ``benchmarks/results/history_index.json``.
 
     python benchmarks/history_index.py [--commits 5000] [--searches 200] [--out FILE]
@@ -86,12 +88,20 @@ def _line(rng: random.Random, names: list[str]) -> str:
     return f"{a} = {b}({c}, {rng.randint(0, 999)})"
 
 
-def run(commits: int, searches: int, out: Path | None) -> dict[str, object]:
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True)
+    return done.stdout.strip()
+
+
+def run(commits: int, searches: int, out: Path | None, extra: int = 100) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="pw-bench-") as tmp:
         repo = Path(tmp) / "repo"
         started = time.perf_counter()
-        names = generate(repo, commits)
+        names = generate(repo, commits + extra)
         generate_s = time.perf_counter() - started
+        tip = _git(repo, "rev-parse", "main")
+        _git(repo, "update-ref", "refs/heads/main", f"main~{extra}")
 
         tracemalloc.start()
         started = time.perf_counter()
@@ -100,11 +110,16 @@ def run(commits: int, searches: int, out: Path | None) -> dict[str, object]:
         build_s = time.perf_counter() - started
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
+        built = len(index)
         started = time.perf_counter()
         cache_file = index.save()
         save_s = time.perf_counter() - started
+        _git(repo, "update-ref", "refs/heads/main", tip)
         started = time.perf_counter()
         reopened = HistoryIndex.open(repo, cache_dir=Path(tmp) / "cache")
+        update_s = time.perf_counter() - started
+        started = time.perf_counter()
+        HistoryIndex.open(repo, cache_dir=Path(tmp) / "cache")
         load_s = time.perf_counter() - started
 
         rng = random.Random(11)
@@ -122,12 +137,15 @@ def run(commits: int, searches: int, out: Path | None) -> dict[str, object]:
         assert not mismatches, f"index and git log -S disagree on {mismatches[:5]}"
 
         results: dict[str, object] = {
-            "commits": len(index),
+            "commits": len(reopened),
+            "commits_built": built,
             "searches": len(needles),
             "hits_total": sum(len(r) for r in via_git),
             "generate_s": round(generate_s, 3),
             "build_s": round(build_s, 3),
-            "build_commits_per_s": round(len(index) / build_s, 1),
+            "build_commits_per_s": round(built / build_s, 1),
+            "incremental_commits": len(reopened) - built,
+            "incremental_load_update_save_s": round(update_s, 3),
             "build_peak_python_mib": round(peak / 2**20, 1),
             "process_max_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                                          1),
