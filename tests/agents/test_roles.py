@@ -21,6 +21,7 @@ from portwright.agents.prompting import (
     render_blocks,
     template_names,
 )
+from portwright.agents.results import Finding, ReviewVerdict, Severity
 from portwright.agents.roles import (
     ROLES,
     ContextLeak,
@@ -303,3 +304,26 @@ def test_cite_around_merges_overlapping_hits(make_repo: Any) -> None:
                            before=2, after=5)
     assert [e.ref.split("@")[0] for e in excerpts] == [
         "upstream a.py:8-20", "upstream a.py:78-85", "upstream b.py:1-1"]
+
+
+def test_reviewer_context_from_the_change_in_git(pair: dict[str, Any]) -> None:
+    downstream = pair["downstream"]
+    base = downstream.head()
+    downstream.commit("lib rules", {"lib/AGENTS.md": "# lib\n\nNo exceptions in lib/.\n",
+                                    "docs/AGENTS.md": "# docs\n\nShort sentences.\n"})
+    base = downstream.head()
+    root = downstream.path
+    (root / "lib/attn.cpp").write_text("int other() { return 1; }\n")
+    (root / "lib/rope.cpp").write_text("double rope(double x) { return 2 * x; }\n")
+    index_before = (root / ".git/index").read_bytes()
+    context = reviewer.context_from_change(root, base, rules=load_rules(root), row="| r |",
+                                           spec="## Slice\nrope", evidence="green")
+    assert "-int other() { return 0; }\n+int other() { return 1; }" in context.diff
+    assert "+++ b/lib/rope.cpp\n@@ -0,0 +1 @@\n+double rope(double x)" in context.diff
+    assert "No exceptions in lib/." in context.rules_prose
+    assert "Short sentences." not in context.rules_prose
+    assert (root / ".git/index").read_bytes() == index_before
+    assert reviewer.ROLE.check is not None
+    verdict = ReviewVerdict(decision="changes_requested", summary="s", findings=[
+        Finding(path="lib/rope.cpp", line=1, severity=Severity.MAJOR, message="m")])
+    assert reviewer.ROLE.check(context, verdict) == []

@@ -8,9 +8,17 @@ of the messages passed as ``forbidden`` (the implementer's) reached it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+import git
+
 from portwright.agents.prompting import Excerpt
 from portwright.agents.results import ReviewVerdict
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
+from portwright.errors import RevisionError
+from portwright.rules import Rules
+from portwright.vcs.git import open_repo, resolve
 
 
 class ReviewerContext(RoleContext):
@@ -24,6 +32,36 @@ class ReviewerContext(RoleContext):
     """The change, as the framework computed it from git."""
     evidence: str
     """The framework's evidence: red/green records, gate results."""
+
+
+def change_since(worktree: Path, base: str) -> tuple[str, list[str]]:
+    """The diff of the worktree against ``base`` (new untracked files included) and the
+    changed paths, computed from git alone; the index is left as it is."""
+    repo = open_repo(worktree, what="worktree")
+    sha = resolve(repo, base)
+    try:
+        diff = str(repo.git.diff(sha, "--no-color", "--no-ext-diff"))
+        untracked = str(repo.git.ls_files("--others", "--exclude-standard", "-z"))
+    except git.GitCommandError as exc:
+        raise RevisionError(f"cannot diff the worktree against {base}", file=worktree,
+                            fix="pass a revision of this repository") from exc
+    paths = [line[6:] for line in diff.splitlines() if line.startswith("+++ b/")]
+    pieces = [diff] if diff else []
+    for path in sorted(p for p in untracked.split("\0") if p):
+        # exit status 1 means "they differ", the normal case here
+        pieces.append(str(repo.git.diff("--no-index", "--no-color", "--", "/dev/null", path,
+                                        with_exceptions=False)))
+        paths.append(path)
+    return "\n".join(pieces), paths
+
+
+def context_from_change(worktree: Path, base: str, *, rules: Rules, row: str, spec: str,
+                        evidence: str, excerpts: Sequence[Excerpt] = ()) -> ReviewerContext:
+    """The reviewer's fresh context: the spec, the diff git shows, the framework's evidence
+    and the rules that apply to the changed paths. Nothing of the implementer's turn."""
+    diff, paths = change_since(worktree, base)
+    return ReviewerContext(rules_prose=rules.prose_for(paths), row=row, spec=spec, diff=diff,
+                           evidence=evidence, excerpts=list(excerpts))
 
 
 def _check(context: ReviewerContext, verdict: ReviewVerdict) -> list[str]:
