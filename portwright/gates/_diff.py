@@ -76,7 +76,7 @@ def added_lines(repo: Path, base: str, path: str, head: str = "HEAD") -> set[int
 def unified(repo: Path, base: str, paths: list[str], head: str = "HEAD") -> str:
     if not paths:
         return ""
-    return git(repo, "diff", "-U3", "--no-color", "--no-renames", base, head, "--", *paths)
+    return git(repo, "diff", "-U3", "--no-color", "-M", base, head, "--", *paths)
 
 
 def show(repo: Path, rev: str, path: str) -> str | None:

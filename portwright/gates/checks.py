@@ -33,7 +33,7 @@ from portwright.gates.weakening import weakening
 from portwright.globs import match, match_any
 from portwright.parity.inventory import load_inventory
 from portwright.parity.ledger import LedgerEntry, LedgerKind, load_ledger
-from portwright.parity.matrix import MatrixRow, load_rows
+from portwright.parity.matrix import MatrixRow, load_rows, spec_path
 from portwright.parity.pin import read_pin
 from portwright.parity.spec import Spec, load_spec, load_specs, spec_problems
 from portwright.rules import BuiltinCheck, Rules
@@ -129,10 +129,17 @@ def check_spec_complete(repo: Path, config: PortwrightConfig, rules: Rules, *,
     try:
         chosen: list[Spec] = (load_specs(repo, config) if specs is None
                               else [load_spec(repo, repo / p) for p in specs])
+        rows = load_rows(repo, config)
     except UsageError as exc:
         return _usage(name, exc)
+    for row in rows:
+        linked = spec_path(repo, row)
+        if linked is not None and not (repo / linked).is_file():
+            messages.append(f"{row.file}:{row.line}: row {row.id!r} links spec {row.spec}, "
+                            "which does not exist")
     if not chosen:
-        return result(name, [], check=name, notes=["no spec to check"])
+        return result(name, messages, check=name,
+                      notes=None if messages else ["no spec to check"])
     for spec in chosen:
         messages += spec_problems(spec, questions=required.questions,
                                   required_sections=required.sections)
@@ -156,9 +163,11 @@ def _covers(pattern: str, path: str) -> bool:
     return any(ch in pattern for ch in "*?") and match(path, pattern)
 
 
-def _row_affected(row: MatrixRow, changed: set[str], new_entries: list[LedgerEntry]) -> str | None:
-    if row.spec and row.spec.lstrip("./") in changed:
-        return f"its spec {row.spec} changed"
+def _row_affected(repo: Path, row: MatrixRow, changed: set[str],
+                  new_entries: list[LedgerEntry]) -> str | None:
+    spec = spec_path(repo, row)
+    if spec is not None and spec in changed:
+        return f"its spec {spec} changed"
     for entry in new_entries:
         if entry.anchor is None:
             continue
@@ -209,7 +218,7 @@ def check_reconciled(repo: Path, config: PortwrightConfig, *, base: str | None =
     new_entries = [e for e in entries if e.line in new_lines]
     added_by_file: dict[str, set[int]] = {}
     for row in rows:
-        why = _row_affected(row, changed, new_entries)
+        why = _row_affected(repo, row, changed, new_entries)
         if why is None:
             continue
         if row.file not in added_by_file:
@@ -324,9 +333,12 @@ def check_no_test_weakening(repo: Path, *, base: str | None, tests: list[str]) -
         changes = _diff.name_status(repo, base)
     except UsageError as exc:
         return _usage(name, exc)
-    paths = sorted({c.path for c in changes if c.status != "A" and match_any(c.path, tests)}
-                   | {c.path for c in changes if c.status == "D" and match_any(c.path, tests)})
-    findings = weakening(_diff.unified(repo, base, paths))
+    paths: set[str] = set()
+    for change in changes:
+        for path in (change.path, change.old_path):
+            if path is not None and match_any(path, tests):
+                paths.update(p for p in (change.path, change.old_path) if p is not None)
+    findings = weakening(_diff.unified(repo, base, sorted(paths)))
     messages = [f.render() for f in findings]
     for change in changes:
         if change.status == "D" and match_any(change.path, tests):

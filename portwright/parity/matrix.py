@@ -37,7 +37,7 @@ from portwright.parity.markdown import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MatrixRow", "find_row", "load_rows", "update_row"]
+__all__ = ["MatrixRow", "find_row", "load_rows", "spec_path", "update_row"]
 
 ID_NAMES = ("id", "row", "row id")
 TITLE_NAMES = ("title", "name")
@@ -137,6 +137,20 @@ def load_rows(repo: Path, config: PortwrightConfig) -> list[MatrixRow]:
             seen[row.id] = row
             rows.append(row)
     return rows
+
+
+def spec_path(repo: Path, row: MatrixRow) -> str | None:
+    """The row's spec as a repo-relative posix path: the link read relative to the matrix
+    file when that file exists (markdown's rule), else relative to the repo root."""
+    if not row.spec or "://" in row.spec:
+        return None
+    import posixpath
+
+    link = row.spec.split("#", 1)[0]
+    beside = posixpath.normpath(posixpath.join(posixpath.dirname(row.file), link))
+    if not beside.startswith("../") and (repo / beside).is_file():
+        return beside
+    return posixpath.normpath(link.lstrip("/"))
 
 
 def find_row(repo: Path, config: PortwrightConfig, row_id: str) -> MatrixRow:

@@ -278,3 +278,26 @@ def test_row_whose_spec_changed_must_be_updated(world: World) -> None:
     world.downstream.commit("row", {"docs/parity/models.md": matrix.replace(
         "| partial | [spec]", "| ported | [spec]")})
     assert check_reconciled(world.repo, world.config(), base="HEAD~2").passed
+
+
+def test_renamed_test_file_is_still_checked(world: World) -> None:
+    text = BASE_TEST.replace("    assert attention(1, 2, 3) == 1\n", "")
+    world.downstream.git("mv", "tests/test_attn.py", "tests/test_attention.py")
+    world.downstream.commit("rename and edit", {"tests/test_attention.py": text})
+    assert check_no_test_weakening(world.repo, base="HEAD~1", tests=TESTS).messages == [
+        "tests/test_attention.py:5: removes an assertion (line 5 before the change): "
+        "`assert attention(1, 2, 3) == 1`"]
+
+
+def test_new_test_file_with_a_skip(world: World) -> None:
+    assert _weaken(world, {"tests/test_new.py": "import pytest\n\n\n"
+                           "@pytest.mark.xfail\ndef test_x():\n    assert 1\n"}) == [
+        "tests/test_new.py:4: adds a skip/xfail: `@pytest.mark.xfail`"]
+
+
+def test_row_linking_a_missing_spec(world: World) -> None:
+    matrix = (world.repo / "docs/parity/models.md").read_text()
+    world.downstream.write("docs/parity/models.md", matrix.replace(
+        "| missing | - |", "| missing | [spec](specs/kv.md) |"))
+    assert check_spec_complete(world.repo, world.config(), world.rules()).messages == [
+        "docs/parity/models.md:8: row 'kv-cache' links spec specs/kv.md, which does not exist"]
