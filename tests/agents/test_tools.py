@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -177,3 +178,19 @@ def test_tool_schemas_come_from_the_argument_models(pair: dict[str, Any]) -> Non
     assert edit["required"] == ["path", "search", "replace"]
     assert edit["additionalProperties"] is False
     assert "must occur exactly once" in edit["properties"]["search"]["description"]
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("search", {"pattern": "--open-files-in-pager=touch {marker}"}),
+    ("search", {"pattern": "--open-files-in-pager=touch {marker}", "repo": "upstream"}),
+    ("git_history", {"term": "--output={marker}"}),
+    ("git_history", {"term": "--output={marker}", "repo": "upstream", "mode": "G"}),
+])
+def test_arguments_that_look_like_options_stay_arguments(pair: dict[str, Any], tmp_path: Path,
+                                                         tool: str, args: dict[str, Any]
+                                                         ) -> None:
+    marker = tmp_path / "marker"
+    filled = {k: v.format(marker=marker) if isinstance(v, str) else v for k, v in args.items()}
+    out = box(pair).call(tool, json.dumps(filled))
+    assert out in ("no matches", "no commits")
+    assert not marker.exists()

@@ -65,7 +65,8 @@ def context_from_change(worktree: Path, base: str, *, rules: Rules, row: str, sp
 
 
 def _check(context: ReviewerContext, verdict: ReviewVerdict) -> list[str]:
-    changed = {line[6:] for line in context.diff.splitlines() if line.startswith("+++ b/")}
+    changed = {line[6:] for line in context.diff.splitlines()
+               if line.startswith(("+++ b/", "--- a/"))}
     return [f"finding on {f.path}, which the diff does not change" for f in verdict.findings
             if changed and f.path not in changed]
 
