@@ -67,8 +67,9 @@ def rows(
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
-    for column in ("id", "status", "title", "spec", "where"):
+    for column in ("id", "status", "title", "spec"):
         table.add_column(column)
+    table.add_column("where", overflow="fold")
     for row in found:
         table.add_row(row.id, row.status, row.title, row.spec or "-", f"{row.file}:{row.line}")
     console.print(table)
