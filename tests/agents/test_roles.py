@@ -35,7 +35,7 @@ from portwright.agents.transcript import Transcript
 from portwright.config import ModelBudget
 from portwright.rules import load_rules
 from portwright.vcs.git import open_repo
-from tests.agents.regenerate_golden import GOLDEN, rendered
+from tests.agents.regenerate_golden import GOLDEN, TRANSCRIPT, rendered, scripted_transcript
 
 
 def role_budget(role: str) -> Any:
@@ -57,6 +57,11 @@ def test_rendered_prompts_match_the_golden_files() -> None:
     for name, text in files.items():
         assert text == (GOLDEN / name).read_text(encoding="utf-8"), (
             f"{name} changed: run `python -m tests.agents.regenerate_golden` and review the diff")
+
+
+def test_transcript_matches_the_golden_file() -> None:
+    assert scripted_transcript() == (GOLDEN / TRANSCRIPT).read_text(encoding="utf-8"), (
+        "the transcript changed: run `python -m tests.agents.regenerate_golden` and review")
 
 
 def test_templates_are_strict_about_missing_keys() -> None:
