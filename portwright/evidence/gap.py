@@ -476,11 +476,12 @@ class _Downstream:
     def _judge_fixture(self, signal: _Signal) -> Evidence:
         assert signal.blob is not None
         paths = self.tree.find_blob(signal.blob)
-        if paths:
-            return _evidence(signal, "head", matched=paths[0], path=paths[0], line=1,
-                            note="identical content (same blob)")
         shas = git(self.repo, "log", f"--find-object={signal.blob}", "--format=%H",
                    self.tree.sha, "--", *self.pathspecs()).decode().split()
+        if paths:
+            return _evidence(signal, "head", matched=paths[0], path=paths[0], line=1,
+                             commit=shas[-1] if shas else None,
+                             note="identical content (same blob)")
         if shas:
             return _evidence(signal, "history", matched=signal.blob, commit=shas[0],
                             note="identical content in history, gone at HEAD")

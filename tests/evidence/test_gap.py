@@ -59,6 +59,7 @@ def test_fixture_copied_verbatim_is_landed(pair: Any, report: GapReport) -> None
     (evidence,) = gap.evidence
     assert (evidence.kind, evidence.where, evidence.path) == ("fixture", "head",
                                                               "tests/data/iris.csv")
+    assert evidence.commit == pair.down.git("rev-parse", "HEAD~3")  # "copy the iris fixture"
     assert "identical content" in evidence.note
 
 
