@@ -105,8 +105,8 @@ def _gap_row(upstream: Path, downstream: Path, cfg: PortwrightConfig, pin: str, 
         emit_json({"row": row, "evidence": evidence})
         return
     table = Table(title=f"row {row.id}: {row.title} ({row.status})")
-    for column in ("symbol", "upstream @ pin", "upstream @ head", "changed since pin",
-                   "downstream @ HEAD", "downstream history"):
+    for column in ("symbol", "upstream @ pin", "upstream @ head", "count changed since pin",
+                   "touched since pin", "downstream @ HEAD", "downstream history"):
         table.add_column(column)
     for item in evidence.symbols:
         table.add_row(
@@ -114,6 +114,7 @@ def _gap_row(upstream: Path, downstream: Path, cfg: PortwrightConfig, pin: str, 
             "\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_pin[:3]) or "-",
             "\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_head[:3]) or "-",
             "\n".join(sha[:10] for sha in item.upstream_changes[:3]) or "-",
+            "\n".join(sha[:10] for sha in item.upstream_touches[:3]) or "-",
             "\n".join(f"{loc.text} {loc.path}:{loc.line}"
                       for loc in item.downstream_at_head[:3]) or "-",
             "\n".join(f"{c.sha[:10]} {c.delta:+d}" for c in item.downstream_history[:3]) or "-")

@@ -10,8 +10,9 @@ Public API (the agents' gap-verifier tools are built on these):
   (``not_applicable``/``landed``/``partial``/``missing``) with its evidence and a confidence.
 - ``row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
   config: PortwrightConfig, *, index=None) -> RowEvidence`` — a parity row's upstream symbols
-  at the pin and at upstream HEAD, the upstream commits since the pin that change them
-  (``git log -S``), and their downstream spellings at HEAD and in history.
+  at the pin and at upstream HEAD, the upstream commits since the pin that change their count
+  (``git log -S``) or touch a line naming them (``git log -G``), and their downstream
+  spellings at HEAD and in history.
 - ``upstream_repo(downstream: Path, config: PortwrightConfig) -> Path``
 - ``downstream_index(downstream: Path, config: PortwrightConfig) -> HistoryIndex``
 
@@ -199,6 +200,9 @@ class SymbolEvidence(_Model):
     """Where it occurs at upstream HEAD."""
     upstream_changes: list[str]
     """Upstream commits in ``pin..HEAD`` that change its count (``git log -S``)."""
+    upstream_touches: list[str] = Field(default_factory=list)
+    """Upstream commits in ``pin..HEAD`` that add or remove a line naming it as a whole word
+    (``git log -G``): changes of a call's arguments included."""
     downstream_at_head: list[Location]
     """Downstream occurrences at HEAD, any spelling with the same canonical key."""
     downstream_history: list[CountChange]
@@ -561,6 +565,12 @@ def scan_range(upstream: Path, downstream: Path, base: str, head: str, config: P
 # -- rows ------------------------------------------------------------------------------
 
 
+def _word_regex(symbol: str) -> str:
+    """A POSIX extended regular expression matching ``symbol`` as a whole word."""
+    escaped = re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", symbol)
+    return f"(^|[^A-Za-z0-9_$]){escaped}([^A-Za-z0-9_$]|$)"
+
+
 def _looks_like_path(symbol: str) -> bool:
     return "/" in symbol or names.strip_extension(symbol) != symbol
 
@@ -610,6 +620,8 @@ def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
             upstream_at_pin=_grep(upstream, pin_sha, symbol),
             upstream_at_head=_grep(upstream, head_sha, symbol),
             upstream_changes=git(upstream, "log", "-S", symbol, "--format=%H",
+                                 f"{pin_sha}..{head_sha}", "--").decode().split(),
+            upstream_touches=git(upstream, "log", f"-G{_word_regex(symbol)}", "--format=%H",
                                  f"{pin_sha}..{head_sha}", "--").decode().split(),
             downstream_at_head=view.tree.find_name(symbol),
             downstream_history=view.name_history(symbol)))

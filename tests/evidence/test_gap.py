@@ -122,6 +122,7 @@ def test_row_evidence(pair: Any) -> None:
     assert [(loc.path, loc.line) for loc in clamp.upstream_at_head] == [
         ("src/clamp.js", 1), ("tests/clamp.test.js", 1), ("tests/clamp.test.js", 3)]
     assert clamp.upstream_changes == [pair.commits["partial"]]
+    assert clamp.upstream_touches == [pair.commits["partial"]]
     assert [loc.text for loc in clamp.downstream_at_head] == ["clamp_range"]
     assert [c.delta for c in clamp.downstream_history] == [1]
     assert [(loc.path, loc.line) for loc in scale.upstream_at_pin] == [("src/scale.js", 1)]
@@ -212,3 +213,15 @@ def test_merge_commits_are_not_applicable(make_repo: Any) -> None:
     assert merge.verdict is Verdict.NOT_APPLICABLE
     assert "merge" in merge.reason
     assert {c.subject: c.verdict for c in report.commits}["side work"] is Verdict.MISSING
+
+
+def test_row_evidence_touches_without_count_change(make_repo: Any) -> None:
+    up, down, config = _small_pair(make_repo)
+    pin = up.head()
+    up.commit("use keep_me", {"src/use.py": "from core import keep_me\nkeep_me()\n"})
+    touch = up.commit("call keep_me differently", {"src/use.py":
+                                                   "from core import keep_me\nkeep_me(1)\n"})
+    (item,) = row_evidence(up.path, down.path, ["keep_me"], pin, config).symbols
+    assert len(item.upstream_changes) == 1
+    assert item.upstream_touches[0] == touch
+    assert len(item.upstream_touches) == 2
