@@ -127,64 +127,26 @@ def anchors_remap(
     are rewritten in place (only their own bytes) and each spec's pin moves to --to; the
     others are reported. Exit 1 when some could not be placed.
     """
-    from portwright.evidence.anchors import BlobReader, iter_anchor_matches, remap_anchor
-    from portwright.parity._files import glob_files, read_text, rel, write_text
-    from portwright.parity.pin import read_pin, write_pin
-    from portwright.parity.spec import parse_spec, set_front_matter_scalar
+    from pathlib import Path as _Path
+
+    from portwright.parity.remap import remap_records
 
     repo, cfg = repo_path(), config()
-    upstream = _upstream(repo, cfg)
-    reader = BlobReader(upstream)
-    target = reader.commit(to)
-    pin = read_pin(repo, cfg)
-    folder = cfg.artifacts.specs.rstrip("/")
-    files = glob_files(repo, [f"{folder}/**/*.md"])
-    ledger = repo / cfg.artifacts.ledger
-    if ledger.is_file():
-        files.append(ledger)
-    moved: list[dict[str, object]] = []
-    lost: list[dict[str, object]] = []
-    for path in files:
-        text = read_text(path)
-        default = pin
-        spec_pin = None
-        if path != ledger:
-            spec_pin = parse_spec(text, path, rel(repo, path)).pin
-            default = spec_pin or pin
-        pieces: list[str] = []
-        last = 0
-        for found in iter_anchor_matches(text):
-            outcome = remap_anchor(upstream, found.anchor, default, target, reader=reader)
-            where = f"{rel(repo, path)}:{found.line}"
-            if outcome.new is None:
-                lost.append({"where": where, "anchor": found.anchor.render(),
-                             "reason": outcome.reason})
-                continue
-            if outcome.new != found.anchor:
-                moved.append({"where": where, "old": found.anchor.render(),
-                              "new": outcome.new.render()})
-                pieces += [text[last:found.start], outcome.new.render()]
-                last = found.end
-        new_text = "".join(pieces) + text[last:]
-        if spec_pin is not None and spec_pin != target:
-            new_text = set_front_matter_scalar(new_text, "pin", target)
-        if new_text != text and not dry_run:
-            write_text(path, new_text)
-    if move_pin and not dry_run:
-        write_pin(repo, cfg, target)
+    source = _Path(cfg.upstream.source)
+    report = remap_records(repo, cfg, source if source.is_absolute() else repo / source, to,
+                           dry_run=dry_run, move_pin=move_pin)
     if json:
-        emit_json({"to": target, "moved": moved, "unplaced": lost, "dry_run": dry_run,
-                   "pin_moved": move_pin and not dry_run})
+        emit_json(report)
     else:
-        for item in moved:
-            console.print(f"{item['where']}: {item['old']} -> {item['new']}", markup=False,
+        for item in report.moved:
+            console.print(f"{item.where}: {item.old} -> {item.new}", markup=False,
                           soft_wrap=True)
-        for item in lost:
-            err_console.print(f"{item['where']}: could not place {item['anchor']}: "
-                              f"{item['reason']}", markup=False, soft_wrap=True)
-        console.print(f"{len(moved)} moved, {len(lost)} unplaced"
+        for lost in report.unplaced:
+            err_console.print(f"{lost.where}: could not place {lost.anchor}: {lost.reason}",
+                              markup=False, soft_wrap=True)
+        console.print(f"{len(report.moved)} moved, {len(report.unplaced)} unplaced"
                       + (" (dry run: nothing written)" if dry_run else ""))
-    if lost:
+    if report.unplaced:
         raise typer.Exit(1)
 
 

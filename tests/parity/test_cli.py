@@ -48,6 +48,11 @@ def test_rows_bad_status_in_matrix_exits_2(world: World) -> None:
 
 
 def test_anchors_check_and_remap(world: World) -> None:
+    ledger = world.repo / "parity-ledger.md"
+    ledger.write_text(ledger.read_text() + "| src/b.py | 0123abc | adaptation | | as in "
+                      "ours/helper.py:3 |\n")
+    assert pw(world, "anchors", "check", "--at", world.pin).returncode == 1  # no such commit
+    ledger.write_text(ledger.read_text().replace("0123abc", world.pin[:12]))
     assert pw(world, "anchors", "check").returncode == 0
     text = world.upstream.path.joinpath("attn/fp8.py").read_text()
     new = world.upstream.commit("grow", {"attn/fp8.py": "import math\n\n" + text,
@@ -59,6 +64,7 @@ def test_anchors_check_and_remap(world: World) -> None:
     report = json.loads(remap.stdout)
     assert [m["new"] for m in report["moved"]][:2] == [
         'attn/fp8.py:6-8 "def fp8_attention(q, k, v):"', "attn/fp8.py:11-12"]
+    assert report["pin_moved"] is True
     assert report["unplaced"] == [{
         "where": "specs/attn-fp8.md:33", "anchor": 'requirements.txt:2 "torch==2.4.0"',
         "reason": "the cited lines changed by " + new[:12] + "; re-read upstream"}]
