@@ -295,6 +295,7 @@ class _CommitFacts:
                 if f.kind in ("source", "tests")]
         names_at: dict[str, str] = {}
         literals_at: dict[str, str] = {}
+        tests_at: dict[str, str] = {}
         short = self.sha[:12]
         for patch, info in code:
             if _is_fixture(patch, info.kind):
@@ -306,13 +307,15 @@ class _CommitFacts:
             for number, text in patch.added:
                 anchor = f"{patch.path}:{number}@{short}"
                 for name in tokens.test_blocks(text):
-                    self.signals.append(_Signal("test", name, anchor))
+                    if name not in tests_at:
+                        tests_at[name] = anchor
+                        self.signals.append(_Signal("test", name, anchor))
                 for name in _candidate_names(text):
                     names_at.setdefault(name, anchor)
                 for literal in tokens.string_literals(text):
                     if _distinctive_literal(literal):
                         literals_at.setdefault(literal, anchor)
-        test_names = {s.text for s in self.signals if s.kind == "test"}
+        test_names = set(tests_at)
         old_names = present_in_tree(upstream, self.parent, names_at, words=True)
         fresh = [n for n in names_at if n not in old_names and n not in test_names]
         fresh.sort(key=lambda n: (-len(names.split_words(n)), -len(n)))
