@@ -176,24 +176,23 @@ def _analyse(language: Language, data: bytes, parts: list[str],
 # -- Python ----------------------------------------------------------------------------
 
 
-def _find_python(tree: ast.Module, parts: list[str]) -> ast.FunctionDef | ast.AsyncFunctionDef |\
-        ast.ClassDef | None:
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _find_python(tree: ast.Module, parts: list[str]) -> _Definition | None:
     scope: list[ast.stmt] = tree.body
-    found: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None = None
+    found: _Definition | None = None
     for part in parts:
-        found = next((n for n in scope if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef |
-                                                     ast.ClassDef) and n.name == part), None)
+        found = next((n for n in scope if isinstance(n, _Definition) and n.name == part), None)
         if found is None:
             return _find_anywhere(tree, parts[-1]) if len(parts) == 1 else None
         scope = found.body
     return found
 
 
-def _find_anywhere(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef |\
-        ast.ClassDef | None:
+def _find_anywhere(tree: ast.Module, name: str) -> _Definition | None:
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and \
-                node.name == name:
+        if isinstance(node, _Definition) and node.name == name:
             return node
     return None
 
@@ -223,7 +222,7 @@ def _python_surface(text: str, parts: list[str],
     return anchor(node.lineno), items
 
 
-def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
+def _signature(node: _Definition) -> str:
     if isinstance(node, ast.ClassDef):
         return f"class {node.name}"
     return f"def {node.name}({ast.unparse(node.args)})"
