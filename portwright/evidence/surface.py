@@ -279,7 +279,12 @@ class _PythonVisitor(ast.NodeVisitor):
         return self.items
 
     def _branch(self, test: ast.expr, line: int) -> None:
+        """A branch on a parameter, or on an attribute of ``self`` (a mode or flag the
+        object carries)."""
         used = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name)} & self.params)
+        used += sorted({f"self.{n.attr}" for n in ast.walk(test)
+                        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                        and n.value.id == "self"})
         if used:
             self.add("branch", ",".join(used), ast.unparse(test), line)
 

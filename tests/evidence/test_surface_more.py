@@ -29,6 +29,8 @@ PY = """class Norm:
     def forward(self, x, *, mode="rms"):
         if mode == "rms":
             return x
+        if self.training:
+            return -x
         raise NotImplementedError(mode)
 """
 
@@ -63,7 +65,7 @@ def test_python_method_and_class(upstream: Any) -> None:
     forward = enumerate_surface(upstream.path, "Norm.forward", "HEAD")
     assert {(i.kind, i.name) for i in forward.items} >= {
         ("parameter", "x"), ("parameter", "mode"), ("branch", "mode"),
-        ("raise", "NotImplementedError")}
+        ("branch", "self.training"), ("raise", "NotImplementedError")}
     assert "self" not in {i.name for i in forward.of_kind("parameter")}
     assert [i.name for i in forward.of_kind("test")] == [
         "tests/test_unit.py::NormTests::test_forward"]
