@@ -97,3 +97,19 @@ def test_missing_grammar_names_the_package(monkeypatch: pytest.MonkeyPatch) -> N
         assert "pip install tree-sitter-javascript" in info.value.fix
     finally:
         treesitter.parser.cache_clear()
+
+
+def test_arrow_function(make_repo: Any) -> None:
+    grammar_or_skip("javascript")
+    repo = make_repo("arrows")
+    repo.commit("arrow", {"lib/window.mjs": (
+        "export const slidingWindow = (xs, size = 3, { step = 1 } = {}) => {\n"
+        "  if (size < 1) throw new RangeError('size must be at least 1');\n"
+        "  return xs.length > size ? xs.slice(0, size) : xs;\n"
+        "};\n")})
+    report = enumerate_surface(repo.path, "slidingWindow", "HEAD")
+    assert report.definition.startswith("lib/window.mjs:1@")
+    assert {i.name: i.detail for i in report.of_kind("parameter")} == {
+        "xs": "required", "size": "default=3", "step": "option; default=1"}
+    assert [i.name for i in report.of_kind("throw")] == ["RangeError"]
+    assert [i.detail for i in report.of_kind("branch")] == ["size < 1", "xs.length > size"]
