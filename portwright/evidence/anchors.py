@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,8 +101,11 @@ def _is_path(path: str) -> bool:
     return bool(dot and stem and ext and not ext.isdigit() and not stem.replace(".", "").isdigit())
 
 
+_ESCAPE = re.compile(r"\\(.)")
+
+
 def _unquote(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
+    return _ESCAPE.sub(r"\1", text) if "\\" in text else text
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,34 @@ class BlobReader:
                 ) from exc
             self._revs[rev] = bytes(header[0]).decode()
         return self._revs[rev]
+
+    def prefetch(self, wanted: Iterable[tuple[str, str]]) -> None:
+        """Read many ``(rev, path)`` files in one ``git cat-file --batch`` round trip."""
+        todo: dict[tuple[str, str], None] = {}
+        for rev, path in wanted:
+            key = (self.commit(rev), path)
+            if key not in self._files:
+                todo[key] = None
+        if not todo:
+            return
+        request = "".join(f"{sha}:{path}\n" for sha, path in todo).encode()
+        done = subprocess.run(["git", "cat-file", "--batch"], input=request, check=False,
+                              cwd=self.repo.git_dir, capture_output=True)
+        data, pos = done.stdout, 0
+        for key in todo:
+            end = data.find(b"\n", pos)
+            if end == -1:
+                break
+            header = data[pos:end].split()
+            pos = end + 1
+            if len(header) != 3:  # "<spec> missing" / "ambiguous"
+                self._files[key] = None
+                continue
+            size = int(header[2])
+            body = data[pos: pos + size]
+            pos += size + 1
+            self._files[key] = (body.decode("utf-8", errors="replace").splitlines()
+                                if header[1] == b"blob" else None)
 
     def lines(self, rev: str, path: str) -> list[str] | None:
         """Lines of ``path`` at ``rev`` (without line endings), None when absent."""

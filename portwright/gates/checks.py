@@ -16,6 +16,7 @@ gate options:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import subprocess
@@ -86,6 +87,11 @@ def check_anchors(repo: Path, config: PortwrightConfig, upstream: git.Repo, *,
         return _usage(name, exc)
     messages += problems
     count = 0
+    with contextlib.suppress(RevisionError):  # a missing revision is reported per anchor
+        reader.prefetch([((a.sha or at or s.pin or pin), a.path) for s in specs
+                         for a, _ in s.anchors]
+                        + [((e.anchor.sha or at or pin), e.anchor.path) for e in entries
+                           if e.anchor is not None])
 
     def one(anchor_rev: str, anchor: object, file: str, line: int) -> None:
         from portwright.evidence.anchors import Anchor

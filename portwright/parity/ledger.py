@@ -19,6 +19,7 @@ it costs) or ``from-scratch``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from enum import StrEnum
@@ -215,6 +216,9 @@ def check_ledger(repo: Path, config: PortwrightConfig, *,
                          what="the upstream checkout")
     reader = BlobReader(upstream)
     pin = read_pin(repo, config)
+    with contextlib.suppress(RevisionError):  # a missing revision is reported per entry
+        reader.prefetch((e.anchor.sha or pin, e.anchor.path) for e in entries
+                        if e.anchor is not None)
     for entry in entries:
         try:
             if entry.anchor is not None:
