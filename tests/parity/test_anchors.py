@@ -104,3 +104,17 @@ def test_remap_reports_what_it_cannot_place(upstream: tuple[GitRepo, str]) -> No
     deleted = remap_anchor(up, parse_anchor("kv/cache.py:1"), pin, new)
     assert deleted.new is None
     assert "does not exist" in deleted.reason
+
+
+def test_prefetch_reads_many_files_at_once(upstream: tuple[GitRepo, str]) -> None:
+    from portwright.evidence.anchors import BlobReader
+
+    repo, pin = upstream
+    up = git.Repo(repo.path)
+    batch = BlobReader(up)
+    batch.prefetch([(pin, "attn/fp8.py"), (pin, "kv/cache.py"), (pin, "nope.py"),
+                    (pin, "attn"), (pin[:10], "requirements.txt")])
+    single = BlobReader(up)
+    for path in ("attn/fp8.py", "kv/cache.py", "nope.py", "attn", "requirements.txt"):
+        assert batch.lines(pin, path) == single.lines(pin, path)
+    assert batch.lines(pin, "kv/cache.py") == UPSTREAM_FILES["kv/cache.py"].splitlines()
