@@ -60,8 +60,8 @@ INDEX_VERSION = 2
 _WORD_RE = re.compile(rb"[A-Za-z0-9_]+")
 _NEEDLE_RE = re.compile(r"[A-Za-z0-9_]+\Z")
 _COMMIT_MARK = b"\x01"
-_LOG_ARGS = ("log", "-p", "-U0", "--text", "--no-color", "--no-ext-diff",
-             f"--format={_COMMIT_MARK.decode()}%H")
+_LOG_ARGS = ("log", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--src-prefix=a/",
+             "--dst-prefix=b/", f"--format={_COMMIT_MARK.decode()}%H")
 
 Progress = Callable[[int], None]
 

@@ -135,5 +135,6 @@ def commit_patch(repo: Path, sha: str) -> list[FilePatch]:
 
 def range_patch(repo: Path, base: str, head: str) -> list[FilePatch]:
     """The patch from ``base`` to ``head`` (renames detected)."""
-    out = git(repo, "diff", "-U0", "--no-color", "--no-ext-diff", "-M", base, head, "--")
+    out = git(repo, "diff", "-U0", "--no-color", "--no-ext-diff", "--src-prefix=a/",
+              "--dst-prefix=b/", "-M", base, head, "--")
     return _fix_old_paths(parse_patch(out.splitlines(keepends=True)))

@@ -44,6 +44,8 @@ def test_same_answers_as_git_log_s(make_repo: Any, needle: str) -> None:
 
 def test_known_answers(make_repo: Any) -> None:
     repo = _history(make_repo)
+    repo.git("config", "diff.noprefix", "true")
+    repo.git("config", "log.showSignature", "false")
     index = HistoryIndex(repo.path)
     index.update()
     def subject(sha: str) -> str:
@@ -55,6 +57,11 @@ def test_known_answers(make_repo: Any) -> None:
     assert [subject(s) for s in index.search("zed_qux")] == ["binary"]
     changes = index.changes("moved_fn")
     assert [c.delta for c in changes] == [-1, 1]
+    assert len(index.token_changes(["moved_fn"])) == 2
+    assert index.token_changes(["moved_fn"], exclude=lambda path: path == "d.py") == []
+    # two spellings summed per file pair; the paths survive diff.noprefix
+    assert [subject(c.sha) for c in index.token_changes(["Beta", "beta"])] == [
+        "main moves on", "side branch"]
     # exact tokens do not match inside longer ones
     assert [subject(c.sha) for c in index.changes("foo", exact_token=True)] == ["one"]
 

@@ -58,6 +58,7 @@ def test_tokens() -> None:
 
 def test_commit_patch_lines_renames_and_binary(make_repo: Any) -> None:
     repo = make_repo("p")
+    repo.git("config", "diff.noprefix", "true")  # a user setting must not change the parse
     repo.commit("one", {"a b.py": "x = 1\ny = 2\nz = 3\n", "old.txt": "same\ncontent\nhere\n"})
     repo.git("mv", "old.txt", "new.txt")
     repo.path.joinpath("blob.bin").write_bytes(b"\x00\x01\x02")
