@@ -62,6 +62,9 @@ class GateContext:
     """The sandbox, for checks that run a command (runtime-config)."""
     store: RunStore | None = None
     """The run store, for checks that read evidence (red-green)."""
+    phase: Phase | None = None
+    """The phase being guarded: command gates of ``red`` record red evidence (and pass when
+    the tests fail), those of ``focused`` record green evidence."""
     _upstream: git.Repo | None = field(default=None, repr=False)
 
     @property
@@ -169,11 +172,27 @@ def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:
         if ctx.sandbox is None:
             return GateResult(name=gate.name, passed=False, command=spec.run,
                               messages=["no sandbox to run the command in"])
+        kind = {Phase.RED: EvidenceKind.RED, Phase.FOCUSED: EvidenceKind.GREEN}.get(
+            ctx.phase, EvidenceKind.GATE) if ctx.phase is not None else EvidenceKind.GATE
         record, output = run_command(
-            ctx.sandbox, spec.run, repo=ctx.repo, name=gate.name, directory=gate.directory,
-            timeout=spec.timeout, junit=spec.junit, store=ctx.store,
+            ctx.sandbox, spec.run, repo=ctx.repo, name=gate.name, kind=kind,
+            directory=gate.directory, timeout=spec.timeout, junit=spec.junit, store=ctx.store,
         )
         messages = list(record.messages)
+        if kind is EvidenceKind.RED:
+            # red: the ported tests must fail on the tree without the implementation
+            proves = (record.exit_code != 0 and bool(record.tests_failed)
+                      and not any("timed out" in m for m in record.messages))
+            if not proves:
+                messages.append(
+                    f"`{spec.run}` exited {record.exit_code} with "
+                    f"{len(record.tests_failed)} failing test(s) on the tree without the "
+                    "implementation: a red gate needs tests that fail (a test that passes "
+                    "already proves nothing)")
+            else:
+                messages += [f"fails as required: {ident}" for ident in record.tests_failed]
+            return GateResult(name=gate.name, passed=proves, messages=messages,
+                              command=spec.run, record=record)
         if record.exit_code != 0:
             tail = output.strip().splitlines()[-5:]
             messages.append(f"`{spec.run}` exited {record.exit_code}"
@@ -229,7 +248,8 @@ def run_gates(
     results: list[GateResult] = []
     for gate in gates:
         ctx = GateContext(repo=repo, config=config, rules=rules, gate=gate, base=base,
-                          changed=changed, sandbox=sandbox, store=store, _upstream=upstream)
+                          changed=changed, sandbox=sandbox, store=store, phase=phase,
+                          _upstream=upstream)
         logger.info("gate %s (%s)", gate.name, gate.spec.run or gate.spec.check)
         results.append(run_gate(gate, ctx))
     return results

@@ -217,3 +217,39 @@ def test_command_gate_in_docker(world: World, tmp_path: Path, store: RunStore) -
     assert record is not None
     assert record.sandbox == "docker"
     assert record.tests_passed == IDS
+
+
+RED_GREEN_GATES = """
+[[gate]]
+name = "focused"
+run = "{pytest} tests/test_kv.py --junitxml=build/junit.xml"
+phases = ["red", "focused"]
+junit = "build/junit.xml"
+
+[[gate]]
+name = "red-green"
+check = "red-green"
+phases = ["focused"]
+options.tests = ["tests/**"]
+"""
+
+
+def test_red_and_focused_phases_record_the_evidence_red_green_reads(
+        world: World, sandbox: LocalSandbox, store: RunStore) -> None:
+    text = (world.repo / "AGENTS.md").read_text().replace(
+        "[spec]", RED_GREEN_GATES.format(pytest=PYTEST) + "\n[spec]")
+    world.downstream.commit("port kv tests", {"AGENTS.md": text, "tests/test_kv.py": KV_TEST,
+                                              ".gitignore": IGNORE})
+    red = run_gates(load_rules(world.repo), "red", sandbox=sandbox, repo=world.repo,
+                    config=world.config(), store=store)
+    assert [(r.name, r.passed) for r in red] == [("focused", True)]
+    assert red[0].record is not None
+    assert red[0].record.kind is EvidenceKind.RED
+    world.downstream.commit("implement kv", {"kv.py": KV})
+    green = run_gates(load_rules(world.repo), "focused", sandbox=sandbox, repo=world.repo,
+                      config=world.config(), store=store)
+    assert [(r.name, r.passed) for r in green] == [("focused", True), ("red-green", True)]
+    again = run_gates(load_rules(world.repo), "red", sandbox=sandbox, repo=world.repo,
+                      config=world.config(), store=store)
+    assert not again[0].passed
+    assert "a test that passes already proves nothing" in again[0].messages[-1]
