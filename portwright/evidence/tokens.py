@@ -7,6 +7,7 @@ parser accepts. Keywords of the common languages and very short names are not
 Public API:
 
 - ``identifiers(text: str) -> list[str]``
+- ``code_identifiers(text: str) -> list[str]`` — outside strings and comments
 - ``string_literals(text: str) -> list[str]``
 - ``test_blocks(text: str) -> list[str]`` — names of test cases a line declares
 - ``distinctive(name: str) -> bool``
@@ -55,6 +56,16 @@ KEYWORDS = frozenset(_KEYWORDS_TEXT.split())
 def identifiers(text: str) -> list[str]:
     """Every identifier-looking token of ``text``, in order (string contents included)."""
     return IDENT_RE.findall(text)
+
+
+_COMMENT_RE = re.compile(r"(?:#|//).*$|/\*.*?\*/")
+
+
+def code_identifiers(text: str) -> list[str]:
+    """The identifiers of ``text`` outside string literals and line comments (``#``, ``//``,
+    one-line ``/* */``)."""
+    code = _STRING_RE.sub(" ", text)
+    return IDENT_RE.findall(_COMMENT_RE.sub(" ", code))
 
 
 def string_literals(text: str) -> list[str]:

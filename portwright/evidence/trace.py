@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from portwright.config import PortwrightConfig
-from portwright.evidence import tokens
+from portwright.evidence import names, tokens
 from portwright.evidence._git import check_repo, rev_parse
 from portwright.evidence.lookup import TreeView, present_in_tree
 from portwright.evidence.patch import classify, range_patch
@@ -44,8 +44,9 @@ class TraceItem(BaseModel):
     """The upstream spelling."""
     upstream_anchor: str | None = None
     """Where upstream has it: ``path:line@pin``."""
-    how: Literal["same spelling", "normalised", None] = None
-    """Whether the spelling is identical or only the canonical key matches."""
+    how: Literal["same spelling", "normalised", "test title", None] = None
+    """Whether the spelling is identical, only the canonical key matches, or (for a test
+    function) an upstream test title has the same words."""
 
 
 class TraceReport(BaseModel):
@@ -68,6 +69,24 @@ class TraceReport(BaseModel):
         return {"traced": traced, "invented": len(self.items) - traced}
 
 
+def _trace_one(name: str, anchor: str, upstream: TreeView) -> TraceItem:
+    hits = upstream.find_name(name)
+    exact = [h for h in hits if h.text == name]
+    ranked = exact or hits
+    how: Literal["same spelling", "normalised", "test title"] = (
+        "same spelling" if exact else "normalised")
+    words = [w for w in names.split_words(name) if w != "test"]
+    if not ranked and name.lower().startswith("test") and len(words) >= 2:
+        ranked = upstream.find_literal(" ".join(words))
+        how = "test title"
+    if not ranked:
+        return TraceItem(name=name, downstream_anchor=anchor, status="invented")
+    hit = ranked[0]
+    return TraceItem(name=name, downstream_anchor=anchor, status="traced",
+                     upstream_name=hit.text,
+                     upstream_anchor=f"{hit.path}:{hit.line}@{upstream.sha}", how=how)
+
+
 def trace_changes(downstream: Path, upstream: Path, base: str, pin: str,
                   config: PortwrightConfig, *, head: str = "HEAD") -> TraceReport:
     """Trace the identifiers that ``base..head`` adds in the downstream to upstream at
@@ -81,7 +100,7 @@ def trace_changes(downstream: Path, upstream: Path, base: str, pin: str,
         if classify(patch.path, config.upstream.path_kinds) not in ("source", "tests"):
             continue
         for number, text in patch.added:
-            for name in tokens.identifiers(text):
+            for name in tokens.code_identifiers(text):
                 if tokens.distinctive(name) and name not in first_seen:
                     first_seen[name] = f"{patch.path}:{number}"
     existing = present_in_tree(downstream, base_sha, first_seen, words=True)
@@ -90,16 +109,6 @@ def trace_changes(downstream: Path, upstream: Path, base: str, pin: str,
     for name, anchor in first_seen.items():
         if name in existing:
             continue
-        hits = upstream_tree.find_name(name)
-        exact = [h for h in hits if h.text == name]
-        ranked = exact or hits
-        if not ranked:
-            items.append(TraceItem(name=name, downstream_anchor=anchor, status="invented"))
-            continue
-        hit = ranked[0]
-        items.append(TraceItem(
-            name=name, downstream_anchor=anchor, status="traced", upstream_name=hit.text,
-            upstream_anchor=f"{hit.path}:{hit.line}@{pin_sha}",
-            how="same spelling" if hit.text == name else "normalised"))
+        items.append(_trace_one(name, anchor, upstream_tree))
     logger.info("traced %d new downstream names", len(items))
     return TraceReport(base=base_sha, head=head_sha, pin=pin_sha, items=items)
