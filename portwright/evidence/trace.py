@@ -15,6 +15,7 @@ and names that were invented.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -69,8 +70,11 @@ class TraceReport(BaseModel):
         return {"traced": traced, "invented": len(self.items) - traced}
 
 
-def _trace_one(name: str, anchor: str, upstream: TreeView) -> TraceItem:
-    hits = upstream.find_name(name)
+def _trace_one(name: str, anchor: str, upstream: TreeView,
+               path_kinds: Mapping[str, list[str]]) -> TraceItem:
+    order = {"source": 0, "tests": 1}
+    hits = sorted(upstream.find_name(name),
+                  key=lambda loc: order.get(classify(loc.path, path_kinds), 2))
     exact = [h for h in hits if h.text == name]
     ranked = exact or hits
     how: Literal["same spelling", "normalised", "test title"] = (
@@ -109,6 +113,6 @@ def trace_changes(downstream: Path, upstream: Path, base: str, pin: str,
     for name, anchor in first_seen.items():
         if name in existing:
             continue
-        items.append(_trace_one(name, anchor, upstream_tree))
+        items.append(_trace_one(name, anchor, upstream_tree, config.upstream.path_kinds))
     logger.info("traced %d new downstream names", len(items))
     return TraceReport(base=base_sha, head=head_sha, pin=pin_sha, items=items)

@@ -10,6 +10,7 @@ from portwright.evidence.trace import trace_changes
 def test_trace_marks_traced_and_invented_names(pair: Any) -> None:
     down = pair.down
     base = down.head()
+    pair.up.commit("docs mention it", {"docs/harmonic.md": "See harmonicMean.\n"})
     down.commit("port harmonic_mean", {"lib/harmonic.py": (
         "def harmonic_mean(xs):\n"
         "    reciprocal_total = sum(1 / x for x in xs)  # written_here by hand\n"
