@@ -358,8 +358,10 @@ def _candidate_names(text: str) -> list[str]:
 
 def _evidence(signal: _Signal, where: Literal["head", "history", "absent"], *,
               matched: str | None = None, path: str | None = None, line: int | None = None,
-              commit: str | None = None, note: str = "") -> Evidence:
-    carried = where != "head" if signal.kind == "removal" else where == "head"
+              commit: str | None = None, note: str = "", carried: bool | None = None
+              ) -> Evidence:
+    if carried is None:
+        carried = where != "head" if signal.kind == "removal" else where == "head"
     return Evidence(signal=signal.text, kind=signal.kind, upstream_anchor=signal.anchor,
                     where=where, matched=matched, path=path, line=line, commit=commit, note=note,
                     carried=carried)
@@ -384,6 +386,7 @@ class _Downstream:
         self.records = record_globs(config)
         self.tree = TreeView(repo, "HEAD", exclude=self.is_record)
         self.path_map = dict(config.upstream.path_map)
+        self.path_kinds = dict(config.upstream.path_kinds)
         self._canon: dict[str, list[str]] | None = None
 
     def spellings(self, name: str) -> list[str]:
@@ -443,15 +446,23 @@ class _Downstream:
                                  line=hits[0].line, note="test with the same words")
         return _evidence(signal, "absent", note="no test with this name or these words")
 
+    def code_first(self, hits: list[Location]) -> tuple[list[Location], bool]:
+        """``hits`` with source and tests files first, and whether any is in one."""
+        order = {"source": 0, "tests": 1}
+        ranked = sorted(hits, key=lambda h: order.get(classify(h.path, self.path_kinds), 2))
+        return ranked, bool(ranked) and classify(ranked[0].path, self.path_kinds) in order
+
     def _judge_name(self, signal: _Signal) -> Evidence:
-        hits = self.tree.find_name(signal.text)
+        hits, in_code = self.code_first(self.tree.find_name(signal.text))
         history = self.name_history(signal.text)
         if hits:
             hit = hits[0]
             added = next((c.sha for c in reversed(history) if c.delta > 0), None)
             how = "same spelling" if hit.text == signal.text else "normalised spelling"
+            if not in_code:
+                how = f"{how}, only in docs/build files: not a port"
             return _evidence(signal, "head", matched=hit.text, path=hit.path, line=hit.line,
-                            commit=added, note=how)
+                             commit=added, note=how, carried=in_code)
         if history:
             gone = history[0]
             return _evidence(signal, "history", matched=signal.text, commit=gone.sha,
@@ -470,10 +481,11 @@ class _Downstream:
                          note="removed downstream too")
 
     def _judge_literal(self, signal: _Signal) -> Evidence:
-        hits = self.tree.find_literal(signal.text)
+        hits, in_code = self.code_first(self.tree.find_literal(signal.text))
         if hits:
+            note = "verbatim" if in_code else "verbatim, only in docs/build files: not a port"
             return _evidence(signal, "head", matched=signal.text, path=hits[0].path,
-                            line=hits[0].line, note="verbatim")
+                             line=hits[0].line, note=note, carried=in_code)
         shas = pickaxe(self.repo, signal.text, self.tree.sha, self.pathspecs())
         if shas:
             return _evidence(signal, "history", matched=signal.text, commit=shas[0],
@@ -523,7 +535,7 @@ def _verdict(facts: _CommitFacts, evidence: list[Evidence]) -> tuple[Verdict, fl
         return (Verdict.MISSING, sure,
                 f"none of {n} signals at HEAD; {len(reverted)} were in downstream history "
                 "and removed (a reverted port?)")
-    return Verdict.MISSING, sure, f"none of {n} signals found downstream"
+    return Verdict.MISSING, sure, f"none of {n} signals carried by the downstream"
 
 
 def _commit_gap(facts: _CommitFacts, downstream: _Downstream) -> CommitGap:

@@ -103,6 +103,16 @@ def test_never_ported_is_missing(pair: Any, report: GapReport) -> None:
     assert "none of" in gap.reason
 
 
+def test_docs_mention_is_not_a_port(pair: Any) -> None:
+    pair.down.commit("plan", {"docs/plan.md": "Next: harmonicMean (upstream src/harmonic.js).\n"})
+    report = scan_range(pair.up.path, pair.down.path, pair.base, "HEAD", pair.config)
+    gap = _by_sha(report, pair.commits["never"])
+    assert gap.verdict is Verdict.MISSING, gap.reason
+    name = next(e for e in gap.evidence if e.signal == "harmonicMean")
+    assert (name.where, name.path, name.carried) == ("head", "docs/plan.md", False)
+    assert "only in docs" in name.note
+
+
 def test_report_is_json(report: GapReport) -> None:
     again = GapReport.model_validate_json(report.model_dump_json())
     assert again == report
