@@ -204,7 +204,8 @@ class SymbolEvidence(_Model):
     """Upstream commits in ``pin..HEAD`` that add or remove a line naming it as a whole word
     (``git log -G``): changes of a call's arguments included."""
     downstream_at_head: list[Location]
-    """Downstream occurrences at HEAD, any spelling with the same canonical key."""
+    """Downstream occurrences at HEAD, any spelling with the same canonical key (source and
+    tests files first; portwright's records left out)."""
     downstream_history: list[CountChange]
     """Downstream commits that changed the count of any of its spellings."""
 
@@ -638,7 +639,7 @@ def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
                                  f"{pin_sha}..{head_sha}", "--").decode().split(),
             upstream_touches=git(upstream, "log", f"-G{_word_regex(symbol)}", "--format=%H",
                                  f"{pin_sha}..{head_sha}", "--").decode().split(),
-            downstream_at_head=view.tree.find_name(symbol),
+            downstream_at_head=view.code_first(view.tree.find_name(symbol))[0],
             downstream_history=view.name_history(symbol)))
     return RowEvidence(pin=pin_sha, upstream_head=head_sha, downstream_head=view.tree.sha,
                        symbols=out)
