@@ -253,3 +253,11 @@ def test_red_and_focused_phases_record_the_evidence_red_green_reads(
                       config=world.config(), store=store)
     assert not again[0].passed
     assert "a test that passes already proves nothing" in again[0].messages[-1]
+
+
+def test_command_timeout_fails_the_gate(world: World, sandbox: LocalSandbox) -> None:
+    record, _ = run_command(sandbox, "echo started; sleep 5", repo=world.repo, name="slow",
+                            timeout=0.5)
+    assert not record.passed
+    assert record.messages == ["timed out after 0.5s and was killed"]
+    assert record.duration < 4
