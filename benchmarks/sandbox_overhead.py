@@ -77,6 +77,7 @@ def main() -> None:
         raise SystemExit(f"needs a Docker engine: {docker_status()}")
     config = SandboxConfig()
     figures: dict[str, Any] = {}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="portwright-bench-") as tmp:
         base = Path(tmp)
         worktree = base / "wt"
@@ -140,7 +141,9 @@ def main() -> None:
         "benchmark": "sandbox_overhead",
         "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "kernel": platform.release(),
-                    "cpus": os.cpu_count()},
+                    "cpus": os.cpu_count(),
+                    "loadavg_1m_before_after": [round(load_before[0], 2),
+                                                round(os.getloadavg()[0], 2)]},
         "image": config.image,
         "figures": figures,
         "goals": goals,

@@ -61,6 +61,10 @@ _WRAPPER = (
     "exit $rc"
 )
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
+_POLL = 0.25
+"""Seconds between checks that the container's init still runs while a command runs."""
+_INSPECT_EVERY = 8
+"""Every this many checks, also ask the engine whether the exec still runs."""
 
 
 def owner_token(pid: int | None = None) -> str:
@@ -128,6 +132,7 @@ class DockerSandbox:
         """Who commands run as: the worktree's owner (set when the sandbox starts)."""
         self.gid = os.getgid()
         self._cgroups: dict[str, Path | None] = {}
+        self._main_pid = 0
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -214,6 +219,11 @@ class DockerSandbox:
         except APIError as exc:
             raise SandboxError(f"cannot start the sandbox container: {exc.explanation or exc}",
                                fix=_api_fix(exc)) from exc
+        try:
+            self.container.reload()
+            self._main_pid = int(self.container.attrs["State"]["Pid"])
+        except (APIError, KeyError, TypeError, ValueError):
+            self._main_pid = 0
         logger.info("sandbox container %s started for run %s (%s)",
                     self.container.short_id, self.run_id, image)
 
@@ -292,15 +302,14 @@ class DockerSandbox:
 
         reader = threading.Thread(target=pump, name="sandbox-exec-reader", daemon=True)
         reader.start()
-        reader.join(limit)
-        timed_out = reader.is_alive()
+        timed_out = self._wait(reader, stream, exec_id, start + limit)
         if timed_out:
             self._kill_commands()
-            reader.join(30)
-            if reader.is_alive():
-                sink.close()
-                raise SandboxDied("a timed-out command could not be stopped in the container",
-                                  fix="remove the container: `portwright sandbox prune`")
+            reader.join(10)
+            if reader.is_alive():  # the engine keeps the stream open: give up on it
+                _close_stream(stream)
+                reader.join(5)
+            self._check_alive()
         duration = time.monotonic() - start
         try:
             info: dict[str, Any] = api.exec_inspect(exec_id)
@@ -313,9 +322,60 @@ class DockerSandbox:
         exit_code = info.get("ExitCode")
         oom = self._oom_count()
         oom_killed = oom is not None and oom_before is not None and oom > oom_before
+        if (exit_code is None or exit_code == 137) and not (timed_out or oom_killed):
+            # SIGKILL from nowhere: the container may have been killed under the command
+            # (the command can die a moment before init shows as gone)
+            for _ in range(10):
+                if not self._main_pid or not _process_alive(self._main_pid):
+                    break
+                time.sleep(0.02)
+            try:
+                self._check_alive()
+            except SandboxDied:
+                sink.close()
+                raise
         return sink.result(argv, exit_code=-1 if exit_code is None else int(exit_code),
                            duration=duration, timed_out=timed_out and not capped.is_set(),
                            oom_killed=oom_killed)
+
+    def _wait(self, reader: threading.Thread, stream: CancellableStream[Any], exec_id: str,
+              deadline: float) -> bool:
+        """Wait for the output stream to end; True when ``deadline`` came first.
+
+        While waiting, the container's init process is watched (a cheap ``/proc`` read)
+        and every few seconds the engine is asked whether the command still runs: a
+        stream the engine leaves open after its process ended, or after the container
+        died under it, is closed instead of waited on until the timeout.
+        """
+        assert self._client is not None
+        polls = 0
+        while reader.is_alive():
+            now = time.monotonic()
+            if now >= deadline:
+                return True
+            reader.join(min(_POLL, deadline - now))
+            if not reader.is_alive():
+                break
+            polls += 1
+            if self._main_pid and not _process_alive(self._main_pid):
+                _close_stream(stream)
+                reader.join(5)
+                self._check_alive()
+            if polls % _INSPECT_EVERY:
+                continue
+            try:
+                running = bool(self._client.api.exec_inspect(exec_id).get("Running"))
+            except APIError:
+                running = False
+            if not running:
+                reader.join(1.0)
+                if reader.is_alive():
+                    logger.warning("the engine left an exec stream open after its command "
+                                   "ended; closing it")
+                    _close_stream(stream)
+                    reader.join(5)
+                self._check_alive()
+        return False
 
     # -- killing and counting --------------------------------------------------------
 
@@ -397,6 +457,10 @@ class DockerSandbox:
 
     def _check_alive(self) -> None:
         assert self.container is not None
+        if self._main_pid and not _process_alive(self._main_pid):
+            raise SandboxDied("the sandbox container's init process is gone (the container "
+                              "was killed or stopped)",
+                              fix="see `docker events`; the run can resume with a new sandbox")
         try:
             self.container.reload()
         except NotFound as exc:
@@ -440,6 +504,15 @@ def _oom_kill_field(text: str) -> int | None:
             with contextlib.suppress(ValueError):
                 return int(value)
     return None
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether host process ``pid`` runs (a zombie does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :][:1] not in ("Z", "X")
 
 
 def _cgroup_pids(folder: Path) -> list[int]:

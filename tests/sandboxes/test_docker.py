@@ -336,8 +336,13 @@ def test_dead_container_raises_sandbox_died(tmp_path: Path) -> None:
     wt, _ = make_worktree(tmp_path / "repos")
     with DockerSandbox(wt, config=LIMITS, run_id="test-died", log_dir=tmp_path / "l") as sb:
         assert sb.container is not None
-        sb.container.kill()
-        with pytest.raises(SandboxDied, match=r"exited|vanished|is "):
+        container = sb.container
+        killer = threading.Timer(0.5, container.kill)
+        killer.start()
+        with pytest.raises(SandboxDied, match=r"exited|vanished|is |gone"):
+            sb.exec(["sleep", "30"])  # the container dies under the command
+        killer.join()
+        with pytest.raises(SandboxDied):
             sb.exec(["true"])
 
 
