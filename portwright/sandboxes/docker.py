@@ -128,6 +128,7 @@ class DockerSandbox:
         self._client: docker.DockerClient | None = None
         self._logs = LogNamer(log_dir)
         self._lock = threading.Lock()
+        self._kill_lock = threading.Lock()
         self.uid = os.getuid()
         """Who commands run as: the worktree's owner (set when the sandbox starts)."""
         self.gid = os.getgid()
@@ -264,15 +265,18 @@ class DockerSandbox:
         environment.update(env or {})
         workdir = resolve_cwd(self.worktree, cwd)
         with self._lock:
-            return self._exec(list(argv), limit, environment, workdir)
+            sink = OutputSink(self._logs.next(argv), tail_bytes=self.config.tail_bytes,
+                              cap=self.config.output_cap)
+            try:
+                return self._exec(list(argv), sink, limit, environment, workdir)
+            finally:
+                sink.close()
 
-    def _exec(self, argv: list[str], limit: float, env: dict[str, str],
+    def _exec(self, argv: list[str], sink: OutputSink, limit: float, env: dict[str, str],
               workdir: Path) -> ExecResult:
         assert self.container is not None
         assert self._client is not None
         api = self._client.api
-        sink = OutputSink(self._logs.next(argv), tail_bytes=self.config.tail_bytes,
-                          cap=self.config.output_cap)
         oom_before = self._oom_count()
         start = time.monotonic()
         try:
@@ -282,7 +286,6 @@ class DockerSandbox:
             )["Id"]
             stream: CancellableStream[Any] = api.exec_start(exec_id, stream=True, demux=True)
         except APIError as exc:
-            sink.close()
             raise self._died(exc) from exc
         capped = threading.Event()
         failure: list[BaseException] = []
@@ -314,7 +317,6 @@ class DockerSandbox:
         try:
             info: dict[str, Any] = api.exec_inspect(exec_id)
         except APIError as exc:
-            sink.close()
             raise self._died(exc) from exc
         if failure:
             logger.warning("sandbox output stream broke: %s", failure[0])
@@ -322,18 +324,15 @@ class DockerSandbox:
         exit_code = info.get("ExitCode")
         oom = self._oom_count()
         oom_killed = oom is not None and oom_before is not None and oom > oom_before
-        if (exit_code is None or exit_code == 137) and not (timed_out or oom_killed):
+        explained = timed_out or oom_killed or capped.is_set()
+        if (exit_code is None or exit_code == 137) and not explained:
             # SIGKILL from nowhere: the container may have been killed under the command
             # (the command can die a moment before init shows as gone)
             for _ in range(10):
                 if not self._main_pid or not _process_alive(self._main_pid):
                     break
                 time.sleep(0.02)
-            try:
-                self._check_alive()
-            except SandboxDied:
-                sink.close()
-                raise
+            self._check_alive()
         return sink.result(argv, exit_code=-1 if exit_code is None else int(exit_code),
                            duration=duration, timed_out=timed_out and not capped.is_set(),
                            oom_killed=oom_killed)
@@ -419,6 +418,10 @@ class DockerSandbox:
 
     def _kill_commands(self) -> None:
         """SIGKILL every process of the command user in the container, escapees included."""
+        with self._kill_lock:
+            self._kill_commands_locked()
+
+    def _kill_commands_locked(self) -> None:
         assert self.container is not None
         procs = self._cgroup("pids") or self._cgroup("memory")
         if procs is None:
