@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -166,7 +167,7 @@ class _Args(BaseModel):
 
 class ReadFileArgs(_Args):
     path: str
-    """Path relative to the downstream worktree."""
+    """Path relative to the downstream worktree (a citation ``path:start-end`` works too)."""
     start_line: int = Field(default=1, ge=1)
     """First line to show (1-based)."""
     end_line: int | None = Field(default=None, ge=1)
@@ -175,7 +176,7 @@ class ReadFileArgs(_Args):
 
 class ShowUpstreamArgs(_Args):
     path: str
-    """Path in the upstream repository."""
+    """Path in the upstream repository (a citation ``path:start-end`` works too)."""
     start_line: int = Field(default=1, ge=1)
     """First line to show (1-based)."""
     end_line: int | None = Field(default=None, ge=1)
@@ -265,23 +266,37 @@ def _numbered(text: str, start: int, end: int | None, *, limit: int = 400) -> st
     return body + more
 
 
+_CITED = re.compile(r"\A(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?(?:@[0-9a-f]{7,40})?\Z")
+
+
+def _cited(path: str, start: int, end: int | None) -> tuple[str, int, int | None]:
+    """``path:10-20`` (a citation) as path and range, when no range was given apart."""
+    match = _CITED.match(path)
+    if match is None or start != 1 or end is not None:
+        return path, start, end
+    first = int(match["start"])
+    return match["path"], max(first, 1), int(match["end"]) if match["end"] else first
+
+
 def read_file(ws: Workspace, args: ReadFileArgs) -> str:
-    path = ws.downstream_path(args.path)
+    rel, start, end = _cited(args.path, args.start_line, args.end_line)
+    path = ws.downstream_path(rel)
     if not path.is_file():
-        raise ToolError(f"{args.path}: no such file in the worktree")
+        raise ToolError(f"{rel}: no such file in the worktree")
     text = path.read_text(encoding="utf-8", errors="replace")
-    return ws.cap(f"{args.path}\n{_numbered(text, args.start_line, args.end_line)}")
+    return ws.cap(f"{rel}\n{_numbered(text, start, end)}")
 
 
 def show_upstream(ws: Workspace, args: ShowUpstreamArgs) -> str:
-    rel = ws.upstream_path(args.path)
+    cited, start, end = _cited(args.path, args.start_line, args.end_line)
+    rel = ws.upstream_path(cited)
     repo, rev = ws.repo("upstream"), ws.rev("upstream")
     try:
         text = str(repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False))
     except git.GitCommandError as exc:
-        raise ToolError(f"{args.path}: not a file in upstream at {rev[:12]}") from exc
+        raise ToolError(f"{cited}: not a file in upstream at {rev[:12]}") from exc
     head = f"upstream {rel}@{rev[:12]}"
-    return ws.cap(f"{head}\n{_numbered(text, args.start_line, args.end_line)}")
+    return ws.cap(f"{head}\n{_numbered(text, start, end)}")
 
 
 def list_dir(ws: Workspace, args: ListDirArgs) -> str:

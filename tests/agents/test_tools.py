@@ -194,3 +194,17 @@ def test_arguments_that_look_like_options_stay_arguments(pair: dict[str, Any], t
     out = box(pair).call(tool, json.dumps(filled))
     assert out in ("no matches", "no commits")
     assert not marker.exists()
+
+
+def test_citations_work_as_paths(pair: dict[str, Any]) -> None:
+    tools = box(pair)
+    pin = pair["pin"]
+    assert call(tools, "show_upstream", path="src/attn.py:1-2") == (
+        f"upstream src/attn.py@{pin[:12]}\n     1\tdef rope_scaling(x):\n     2\t    return x * 2"
+        "\n[lines 3-6 not shown]")
+    assert call(tools, "show_upstream", path=f"src/attn.py:5@{pin[:12]}").splitlines()[1] == (
+        "     5\tdef other():")
+    assert call(tools, "read_file", path="notes.txt:2") == (
+        "notes.txt\n     2\tbeta\n[lines 3-3 not shown]")
+    with pytest.raises(ConfinementError):
+        call(tools, "read_file", path="../upstream/src/attn.py:1-2")
