@@ -52,8 +52,6 @@ class Sandbox(Protocol):
 
     name: str
     """Backend name: ``docker``, ``bwrap`` or ``local``."""
-    worktree: Path
-    """The run's worktree (mounted read-write at this same path inside)."""
 
     def __enter__(self) -> Self: ...
 
