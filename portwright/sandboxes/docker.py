@@ -175,7 +175,8 @@ class DockerSandbox:
         from portwright.sandboxes.images import ensure_image
 
         assert self._client is not None
-        self.image = ensure_image(self.config, self.worktree, client=self._client)
+        self.image = ensure_image(self.config, self.worktree, client=self._client,
+                                  build_log_dir=self.log_dir)
         return self.image
 
     def _start(self) -> None:

@@ -87,7 +87,9 @@ def _context_digest(context: Path, dockerfile: Path) -> str:
     """Digest of the Dockerfile and every file of its context (``.dockerignore`` aside)."""
     digest = hashlib.sha256()
     digest.update(dockerfile.read_bytes())
-    for path in sorted(p for p in context.rglob("*") if p.is_file() and ".git" not in p.parts):
+    skip = {".git", ".portwright"}
+    for path in sorted(p for p in context.rglob("*")
+                       if p.is_file() and not skip & set(p.relative_to(context).parts)):
         digest.update(str(path.relative_to(context)).encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()[:16]

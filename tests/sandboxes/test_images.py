@@ -157,3 +157,34 @@ def test_cli_exec_local_backend(tmp_path: Path) -> None:
                      repo=tmp_path)
     assert code == 0, out
     assert json.loads(out[: out.rindex("}") + 1])["stdout_head"].strip() == str(tmp_path)
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
+def test_sandbox_runs_in_the_dockerfile_image(tmp_path: Path) -> None:
+    import docker
+
+    from portwright.sandboxes.docker import DockerSandbox
+
+    client = docker.from_env()
+    present = any(BASE_TAG in image.tags for image in client.images.list())
+    if not present:
+        client.close()
+        pytest.skip(f"{BASE_TAG} is not built")
+    marker = f"marker-{time.time_ns()}"
+    wt = tmp_path / f"wt-{os.getpid()}"
+    wt.mkdir()
+    (wt / "Dockerfile").write_text(f"FROM {BASE_TAG}\nRUN echo {marker} > /etc/marker\n")
+    config = SandboxConfig(dockerfile="Dockerfile", memory="256m")
+    tag = ""
+    try:
+        with DockerSandbox(wt, config=config, run_id="t-df", log_dir=tmp_path / "logs") as sb:
+            tag = sb.image or ""
+            res = sb.exec(["cat", "/etc/marker"])
+        assert res.stdout_head == f"{marker}\n"
+        assert sorted(p.name for p in wt.iterdir()) == ["Dockerfile"]  # worktree untouched
+        assert list((tmp_path / "logs").glob("*.build.log"))
+    finally:
+        if tag:
+            client.images.remove(tag, force=True)
+        client.close()
