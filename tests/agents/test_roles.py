@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from typing import Any
 
@@ -290,12 +289,12 @@ def test_review_findings_must_be_on_changed_files(pair: dict[str, Any]) -> None:
     assert "notes.txt, which the diff does not change" in invalid[0]["detail"]
 
 
-def test_build_messages_refuses_reserved_keys_gracefully() -> None:
-    excerpt = Excerpt(ref="upstream a.py:1-1@x", text="     1\tx = 1")
-    messages = build_messages("gap_verifier.j2", gap_verifier.sample().template_values(),
-                              ceiling=10_000, excerpts=[excerpt])
-    assert "upstream a.py:1-1@x:\n     1\tx = 1" in (messages[1].content or "")
-    assert json.loads(json.dumps([m.model_dump() for m in messages]))
+def test_build_messages_puts_excerpts_in_the_task() -> None:
+    excerpt = Excerpt(ref="upstream a.py:1-1@x", text="     1\tx = 1", why="why")
+    system, task = build_messages("gap_verifier.j2", gap_verifier.sample().template_values(),
+                                  ceiling=10_000, excerpts=[excerpt])
+    assert "upstream a.py:1-1@x (why):\n     1\tx = 1" in (task.content or "")
+    assert "x = 1" not in (system.content or "")
 
 
 def test_cite_around_merges_overlapping_hits(make_repo: Any) -> None:
