@@ -34,7 +34,7 @@ from typing import Self
 from portwright.config import SandboxConfig
 from portwright.errors import EngineUnavailable, SandboxError
 from portwright.sandboxes.base import ExecResult
-from portwright.sandboxes.local import base_env, resolve_cwd
+from portwright.sandboxes.local import base_env, resolve_cwd, run_setup
 from portwright.sandboxes.mounts import sandbox_mounts
 from portwright.sandboxes.output import LogNamer, OutputSink, kill_process_group, run_process
 
@@ -102,14 +102,7 @@ class BwrapSandbox:
         if os.geteuid() == 0 and stat.st_uid != 0:
             self.uid, self.gid = stat.st_uid, stat.st_gid
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        for command in self.config.setup:
-            result = self.exec(["sh", "-c", command])
-            self.setup_results.append(result)
-            if not result.ok:
-                raise SandboxError(
-                    f"sandbox setup command failed (exit {result.exit_code}): {command}",
-                    fix=f"see its log {result.log_path}; fix [sandbox] setup in portwright.toml",
-                )
+        self.setup_results = run_setup(self)
         return self
 
     def __exit__(

@@ -42,7 +42,7 @@ from docker.types import Mount as DockerMount
 from portwright.config import SandboxConfig
 from portwright.errors import EngineUnavailable, ImageMissing, SandboxDied, SandboxError
 from portwright.sandboxes.base import ExecResult
-from portwright.sandboxes.local import base_env, resolve_cwd
+from portwright.sandboxes.local import base_env, resolve_cwd, run_setup
 from portwright.sandboxes.mounts import sandbox_mounts
 from portwright.sandboxes.output import LogNamer, OutputSink
 from portwright.sandboxes.selection import DOCKER_FIX, engine_socket_problem
@@ -147,15 +147,7 @@ class DockerSandbox:
         self._client = docker_client()
         try:
             self._start()
-            for command in self.config.setup:
-                result = self.exec(["sh", "-c", command])
-                self.setup_results.append(result)
-                if not result.ok:
-                    raise SandboxError(
-                        f"sandbox setup command failed (exit {result.exit_code}): {command}",
-                        fix=f"see its log {result.log_path}; fix [sandbox] setup in "
-                            "portwright.toml",
-                    )
+            self.setup_results = run_setup(self)
         except BaseException:
             self.close()
             raise

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Protocol, Self
 
 from portwright.config import SandboxConfig
 from portwright.errors import SandboxError
@@ -55,6 +55,27 @@ def resolve_cwd(worktree: Path, cwd: Path | None) -> Path:
     return cwd if cwd.is_absolute() else worktree / cwd
 
 
+class _Runs(Protocol):
+    config: SandboxConfig
+
+    def exec(self, argv: Sequence[str], *, timeout: float | None = None,
+             env: Mapping[str, str] | None = None, cwd: Path | None = None) -> ExecResult: ...
+
+
+def run_setup(sandbox: _Runs) -> list[ExecResult]:
+    """Run ``[sandbox] setup`` commands in a new sandbox; the first failure is an error."""
+    results: list[ExecResult] = []
+    for command in sandbox.config.setup:
+        result = sandbox.exec(["sh", "-c", command])
+        results.append(result)
+        if not result.ok:
+            raise SandboxError(
+                f"sandbox setup command failed (exit {result.exit_code}): {command}",
+                fix=f"see its log {result.log_path}; fix [sandbox] setup in portwright.toml",
+            )
+    return results
+
+
 class LocalSandbox:
     """Runs commands as plain host subprocesses in the worktree (no isolation)."""
 
@@ -66,6 +87,7 @@ class LocalSandbox:
         self.worktree = worktree.resolve()
         self.log_dir = log_dir
         self.config = config or SandboxConfig()
+        self.setup_results: list[ExecResult] = []
         self._logs = LogNamer(log_dir)
         self._home: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()
@@ -81,6 +103,12 @@ class LocalSandbox:
                                fix="create the run's worktree before opening its sandbox")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._home = tempfile.TemporaryDirectory(prefix="portwright-home-")
+        try:
+            self.setup_results = run_setup(self)
+        except BaseException:
+            self._home.cleanup()
+            self._home = None
+            raise
         return self
 
     def __exit__(

@@ -358,3 +358,11 @@ def test_upstream_is_read_only(box: DockerSandbox) -> None:
     assert "wrote" not in res.stdout_head
     assert "appended" not in res.stdout_head
     assert not (upstream / "new").exists()
+
+
+def test_setup_runs_in_new_container(tmp_path: Path) -> None:
+    wt, _ = make_worktree(tmp_path / "repos")
+    config = LIMITS.model_copy(update={"setup": ["mkdir -p $HOME/.cache && id -u > $HOME/who"]})
+    with DockerSandbox(wt, config=config, run_id="test-setup", log_dir=tmp_path / "l") as sb:
+        assert [r.ok for r in sb.setup_results] == [True]
+        assert sb.exec(["cat", "/tmp/home/who"]).stdout_head == f"{OWNER}\n"

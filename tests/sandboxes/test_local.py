@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from portwright.config import SandboxBackend, SandboxConfig
-from portwright.errors import EngineUnavailable
+from portwright.errors import EngineUnavailable, SandboxError
 from portwright.sandboxes import LocalSandbox, Sandbox, open_sandbox, read_log
 from portwright.sandboxes import selection as select_mod
 
@@ -130,3 +130,15 @@ def test_local_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     configured = open_sandbox(SandboxConfig(backend=SandboxBackend.LOCAL), worktree=wt,
                               run_id="r1", log_dir=tmp_path / "l")
     assert isinstance(configured, LocalSandbox)
+
+
+def test_setup_commands_run_once_and_failures_are_errors(tmp_path: Path) -> None:
+    sb = _sandbox(tmp_path, setup=["echo prepared > prepared.txt"])
+    with sb:
+        assert [r.exit_code for r in sb.setup_results] == [0]
+        assert (tmp_path / "wt" / "prepared.txt").read_text() == "prepared\n"
+    failing = _sandbox(tmp_path, setup=["true", "exit 5"])
+    with pytest.raises(SandboxError, match="setup command failed") as info, failing:
+        pass
+    assert info.value.fix is not None
+    assert "log" in info.value.fix
