@@ -188,3 +188,25 @@ def test_sandbox_runs_in_the_dockerfile_image(tmp_path: Path) -> None:
         if tag:
             client.images.remove(tag, force=True)
         client.close()
+
+
+def test_cli_info_without_any_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from portwright.sandboxes import selection
+
+    monkeypatch.setattr(selection, "docker_status", lambda timeout=3.0: "no engine: test")
+    monkeypatch.setattr(selection, "bwrap_status", lambda: "bwrap not installed")
+    code, out = _cli("sandbox", "info", "--json", repo=tmp_path)
+    assert code == 0, out
+    info = json.loads(out)
+    assert info["backend"] is None
+    assert info["reason"] == "auto: no engine: test; bwrap not installed"
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
+def test_cli_prune_json(tmp_path: Path) -> None:
+    code, out = _cli("sandbox", "prune", "--json", repo=tmp_path)
+    assert code == 0, out
+    payload = json.loads(out)
+    assert isinstance(payload["removed"], list)
+    assert payload["removed_images"] == []
