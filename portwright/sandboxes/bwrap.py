@@ -8,8 +8,9 @@ nested user namespaces, a cleared environment. Its own pid namespace is what mak
 kills complete: when the command exits, or bwrap is killed on timeout, the kernel
 kills every process left in the namespace, ``setsid`` escapees and daemons included.
 
-Limits are rlimits set before bwrap starts: address space (``memory``), file size,
-no core dumps, and processes (``pids`` on top of what the user already runs; the
+Limits are rlimits set before bwrap starts: data (``memory``: heap and private writable
+mappings; address space reserved but unused, as V8 and the JVM make, does not count),
+file size, no core dumps, and processes (``pids`` on top of what the user already runs; the
 kernel does not apply it to root). When the host process runs as root and the
 worktree belongs to another user, commands run as that user.
 
@@ -134,7 +135,7 @@ class BwrapSandbox:
     def _child_setup(self) -> None:
         """Runs in the child before bwrap: rlimits, then the worktree owner's identity."""
         memory = parse_size(self.config.memory)
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         cap = max(self.config.output_cap, 1 << 30)
         resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))

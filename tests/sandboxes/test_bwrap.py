@@ -207,3 +207,13 @@ def test_upstream_is_read_only(box: BwrapSandbox) -> None:
     assert "wrote" not in res.stdout_head
     assert "appended" not in res.stdout_head
     assert not (upstream / "new").exists()
+
+
+def test_node_starts_under_the_memory_limit(box: BwrapSandbox) -> None:
+    import shutil
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    res = box.exec(["node", "-e", "console.log(Buffer.alloc(64 << 20).length)"])
+    assert res.ok, res.stderr_head
+    assert res.stdout_head == f"{64 << 20}\n"
