@@ -5,7 +5,7 @@ real git repositories, then runs portwright on them the way a nightly job would:
 doctor, rules, matrix rows, the upstream gap since the pin, the surface of the
 missing function, anchors, the gates in a Docker sandbox, and the gap-verifier
 agent. No model endpoint is needed: the agent's answers come from a recorded
-transcript (``tinystats/demo.cassette.jsonl``), a fixture that the replay model
+transcripts (``tinystats/demo-*.cassette.jsonl``), fixtures that the replay model
 plays back; every check around it is run for real.
 
     python examples/demo.py [--keep DEST]
@@ -14,6 +14,7 @@ plays back; every check around it is run for real.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from rich.console import Console
 from rich.rule import Rule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tinystats"))
-from build import build  # noqa: E402
+from build import build
 
 console = Console(highlight=False)
 
@@ -36,11 +37,16 @@ STEPS: list[tuple[str, list[str], set[int]]] = [
     ("Coverage matrix rows", ["rows"], {0}),
     ("Upstream commits since the pin: which are really missing?", ["gap"], {0}),
     ("The whole upstream surface of the missing function",
-     ["surface", "movingAverage"], {0}),
+     ["surface", "movingAverage", "--at", "main"], {0}),
     ("Every anchor resolves at the pin", ["anchors", "check"], {0}),
+    ("Every change has its ledger entry, resolved upstream", ["ledger", "check"], {0}),
     ("Gates of the pin phase, run in the sandbox", ["gates", "run", "--phase", "pin"], {0}),
-    ("The gap-verifier agent (replayed transcript)",
-     ["agent", "verify-gap", "--symbol", "movingAverage", "--symbol", "percentile"], {0}),
+    ("Gap-verifier agent on a row the matrix calls missing (replayed transcript)",
+     ["agent", "verify-gap", "--symbol", "movingAverage", "--replay",
+      ".portwright/demo/demo-moving-average.cassette.jsonl"], {0}),
+    ("Gap-verifier agent on a row that has in fact landed (replayed transcript)",
+     ["agent", "verify-gap", "--symbol", "percentile", "--replay",
+      ".portwright/demo/demo-percentile.cassette.jsonl"], {0}),
 ]
 
 
@@ -56,12 +62,13 @@ def main() -> int:
         console.print(f"upstream   {example.upstream}\ndownstream {example.downstream}\n"
                       f"pin        {example.pin}")
         failures = 0
+        env = {**os.environ, "COLUMNS": os.environ.get("COLUMNS", "120")}
         for number, (title, argv, expected) in enumerate(STEPS, start=1):
             command = ["portwright", "-C", str(example.downstream), *argv]
             console.print(Rule(f"{number}. {title}", align="left"))
             console.print(f"[dim]$ {shlex.join(['portwright', *argv])}[/]")
             start = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "portwright", *command[1:]])
+            done = subprocess.run([sys.executable, "-m", "portwright", *command[1:]], env=env)
             seconds = time.monotonic() - start
             verdict = "ok" if done.returncode in expected else "UNEXPECTED"
             console.print(f"[dim]exit {done.returncode} in {seconds:.1f}s: {verdict}[/]")

@@ -6,7 +6,9 @@ order: its files are copied over the tree, ``message.txt`` is the commit message
 ``@PIN@`` in downstream files becomes the sha of the upstream commit the port
 matches (the third: docs about rounding). After the pin, upstream adds
 ``movingAverage`` (never ported), ``percentile`` (already ported downstream under
-its snake_case name) and a README change (docs only).
+its snake_case name) and a README change (docs only). The recorded model
+transcripts (``demo-*.cassette.jsonl``, see ``record_cassettes.py``) are copied to
+the downstream's git-ignored ``.portwright/demo/``.
 
     python examples/tinystats/build.py DEST
 """
@@ -78,9 +80,10 @@ def build(dest: Path) -> Example:
     shas = _replay(HERE / "upstream", upstream, {}, day=0)
     pin = shas[PIN_STEP]
     _replay(HERE / "downstream", downstream, {"@PIN@": pin}, day=2)
-    cassette = HERE / "demo.cassette.jsonl"
-    if cassette.exists():
-        shutil.copy(cassette, downstream / "demo.cassette.jsonl")
+    cassettes = downstream / ".portwright" / "demo"  # git-ignored: not part of the port
+    cassettes.mkdir(parents=True)
+    for cassette in sorted(HERE.glob("demo-*.cassette.jsonl")):
+        shutil.copy(cassette, cassettes / cassette.name)
     return Example(upstream=upstream, downstream=downstream, pin=pin)
 
 
@@ -88,4 +91,6 @@ if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: build.py DEST")
     example = build(Path(sys.argv[1]).resolve())
-    print(f"upstream   {example.upstream}\ndownstream {example.downstream}\npin        {example.pin}")
+    print(f"upstream   {example.upstream}")
+    print(f"downstream {example.downstream}")
+    print(f"pin        {example.pin}")

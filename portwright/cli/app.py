@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.logging import RichHandler
+from rich.markup import escape
 
 from portwright import __version__
 from portwright.cli.common import STATE, err_console
@@ -40,6 +42,8 @@ def _root(
     ] = False,
 ) -> None:
     STATE.repo = repo.resolve()
+    if STATE.repo.is_dir():
+        os.chdir(STATE.repo)  # like `git -C`: relative paths are read from the repo
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]",
                         handlers=[RichHandler(console=err_console, show_path=False)])
@@ -50,11 +54,11 @@ def main() -> None:
     try:
         app()
     except UsageError as exc:
-        err_console.print(f"[bold red]error:[/] {exc.render()}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(exc.render())}", highlight=False)
         sys.exit(2)
     except RunFailure as exc:
-        err_console.print(f"[bold red]failed:[/] {exc}", highlight=False)
+        err_console.print(f"[bold red]failed:[/] {escape(str(exc))}", highlight=False)
         sys.exit(1)
     except PortwrightError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(1)

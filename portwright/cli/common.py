@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from rich.console import Console
 
-from portwright.config import PortwrightConfig, load_config
+if TYPE_CHECKING:
+    from portwright.config import PortwrightConfig
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -29,6 +30,8 @@ def repo_path() -> Path:
 
 
 def config() -> PortwrightConfig:
+    from portwright.config import load_config
+
     return load_config(STATE.repo)
 
 

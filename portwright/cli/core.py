@@ -6,13 +6,10 @@ from dataclasses import asdict
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from portwright.cli.common import console, emit_json, repo_path
-from portwright.doctor import diagnose
-from portwright.errors import RulesError
-from portwright.rules import load_rules
-from portwright.scaffold import scaffold
 
 rules_app = typer.Typer(help="Read and check the AGENTS.md rules and gates.",
                         no_args_is_help=True)
@@ -45,10 +42,12 @@ def init(
 
     Nothing that exists is overwritten.
     """
+    from portwright.scaffold import scaffold
+
     repo = repo_path()
     done = scaffold(repo, upstream=upstream, pin=pin, name=name, test_command=test_command)
     for item in done:
-        why = f"  [dim]{item.why}[/]" if item.why else ""
+        why = f"  [dim]{escape(item.why)}[/]" if item.why else ""
         console.print(f"{_mark(item.action, 8)}  {item.path}{why}", soft_wrap=True)
     console.print("\nnext: [bold]portwright rules check[/], then [bold]portwright doctor[/]")
 
@@ -57,16 +56,18 @@ def doctor(
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Check git, config, rules, upstream, pin, sandbox and model; each with its fix."""
+    from portwright.doctor import diagnose
+
     checks = diagnose(repo_path())
     failed = any(c.status == "fail" for c in checks)
     if json:
         emit_json({"ok": not failed, "checks": [asdict(c) for c in checks]})
     else:
         for check in checks:
-            console.print(f"{_mark(check.status, 4)}  [bold]{check.name:<9}[/] {check.detail}",
-                          soft_wrap=True)
+            line = f"{_mark(check.status, 4)}  [bold]{check.name:<9}[/] {escape(check.detail)}"
+            console.print(line, soft_wrap=True)
             if check.fix and check.status != "ok":
-                console.print(f"{'':>4}  {'':<9} [dim]fix: {check.fix}[/]", soft_wrap=True)
+                console.print(f"{'':>4}  {'':<9} [dim]fix: {escape(check.fix)}[/]", soft_wrap=True)
     if failed:
         raise typer.Exit(1)
 
@@ -84,6 +85,9 @@ def rules_check(
     focused, full, reconcile, pin), `timeout`, `paths`, `junit`, `options`.
     Also `additive = [globs]`, `[[seam]]`, `[[runtime]]` and `[spec]`.
     """
+    from portwright.errors import RulesError
+    from portwright.rules import load_rules
+
     try:
         rules = load_rules(repo_path())
     except RulesError as exc:
@@ -105,8 +109,8 @@ def rules_check(
         table.add_column(column)
     for gate in gates:
         kind = f"check {gate.spec.check}" if gate.spec.check else f"run {gate.spec.run}"
-        table.add_row(gate.name, kind, ", ".join(gate.spec.phases), f"{gate.spec.timeout:g}s",
-                      ", ".join(gate.spec.paths) or "all", gate.source)
+        table.add_row(gate.name, escape(kind), ", ".join(gate.spec.phases),
+                      f"{gate.spec.timeout:g}s", ", ".join(gate.spec.paths) or "all", gate.source)
     console.print(table)
     for rules_file in rules.files:
         console.print(f"[dim]{rules_file.path}  sha256 {rules_file.sha256[:16]}…[/]")

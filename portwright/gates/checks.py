@@ -157,7 +157,8 @@ def check_spec_complete(repo: Path, config: PortwrightConfig, rules: Rules, *,
 def _records(config: PortwrightConfig) -> list[str]:
     a = config.artifacts
     return [*a.matrices, a.ledger, a.inventory, a.specs.rstrip("/") + "/**", config.pin.file,
-            "AGENTS.md", "**/AGENTS.md", "portwright.toml", config.state_dir + "/**"]
+            "AGENTS.md", "**/AGENTS.md", "portwright.toml", config.state_dir + "/**",
+            ".gitignore", "**/.gitignore"]
 
 
 def _covers(pattern: str, path: str) -> bool:

@@ -20,7 +20,7 @@ from portwright.agents.prompting import (
     render_blocks,
     template_names,
 )
-from portwright.agents.results import Finding, ReviewVerdict, Severity
+from portwright.agents.results import Finding, GapVerdict, ReviewVerdict, Severity
 from portwright.agents.roles import (
     ROLES,
     ContextLeak,
@@ -133,10 +133,49 @@ def test_gap_verifier_runs_to_a_checked_verdict(pair: dict[str, Any]) -> None:
     assert outcome.invalid_replies == 2
     answers = [m.content for m in outcome.messages if m.role == "tool"]
     assert answers[0].splitlines()[0] == "src/attn.py:1:def rope_scaling(x):"  # type: ignore[union-attr]
-    assert "needs downstream or history evidence" in (answers[1] or "")
+    assert "needs downstream evidence" in (answers[1] or "")
     assert "must list missing_parts" in (answers[2] or "")
     sent = model.requests[0]
     assert [t.name for t in sent.tools] == [*gap_verifier.ROLE.tools, SUBMIT]
+
+
+def landed(*evidence: tuple[str, str]) -> GapVerdict:
+    return GapVerdict.model_validate({
+        "status": "landed", "reasoning": "the port carries it",
+        "evidence": [{"kind": kind, "ref": ref, "detail": "seen"} for kind, ref in evidence]})
+
+
+def test_gap_verifier_refs_are_re_established_by_the_framework(pair: dict[str, Any]) -> None:
+    downstream = pair["downstream"]
+    ported = downstream.commit("port rope scaling", {
+        "lib/rope.cpp": "// ported from src/attn.py\ndouble rope_scaling(double x) {\n"
+                        "    return 2 * x;\n}\n"})
+    downstream.commit("unrelated", {"notes.txt": "delta\n"})
+    unrelated = downstream.head()
+    check = gap_verifier.ROLE.check
+    assert check is not None
+    context = gap_verifier.sample()  # symbols: rope_scaling
+    workspace = pair["workspace"]
+
+    assert check(context, landed(("downstream", "lib/rope.cpp:2")), workspace) == []
+    assert check(context, landed(("downstream", "lib/rope.cpp:1-3")), workspace) == []
+    assert check(context, landed(("history", ported[:12])), workspace) == []
+    assert check(context, landed(("history", f"{unrelated[:12]}, {ported}")), workspace) == []
+
+    def problems(*evidence: tuple[str, str]) -> str:
+        return "\n".join(check(context, landed(*evidence), workspace))
+
+    assert "needs downstream evidence" in problems(("downstream", "7"))
+    assert "not path:line" in problems(("downstream", "7"))
+    assert "do not name the symbol" in problems(("downstream", "lib/rope.cpp:3"))
+    assert "the file has 4 lines" in problems(("downstream", "lib/rope.cpp:9"))
+    assert "no such file" in problems(("downstream", "lib/gone.cpp:1"))
+    assert "leaves the worktree" in problems(("downstream", "../upstream/src/attn.py:1"))
+    assert "no commit there (downstream or upstream)" in problems(("history", unrelated))
+    upstream_change = pair["upstream"].git("log", "--format=%H", "-1", "--", "src/attn.py")
+    assert "needs downstream evidence" in problems(("history", upstream_change))
+    assert "names no commit sha" in problems(("history", "last week"))
+    assert check(context, GapVerdict.model_validate(verdict("missing")), workspace) == []
 
 
 def test_enumerator_must_classify_every_candidate(pair: dict[str, Any]) -> None:
@@ -330,4 +369,4 @@ def test_reviewer_context_from_the_change_in_git(pair: dict[str, Any]) -> None:
     assert reviewer.ROLE.check is not None
     verdict = ReviewVerdict(decision="changes_requested", summary="s", findings=[
         Finding(path="lib/rope.cpp", line=1, severity=Severity.MAJOR, message="m")])
-    assert reviewer.ROLE.check(context, verdict) == []
+    assert reviewer.ROLE.check(context, verdict, pair["workspace"]) == []

@@ -89,7 +89,8 @@ class Role(Generic[C, R]):
     context: type[C]
     result: type[R]
     tools: tuple[str, ...]
-    check: Callable[[C, R], list[str]] | None = None
+    check: Callable[[C, R, Workspace], list[str]] | None = None
+    """The framework's own check of a result: problems found, answered to the model."""
     sample: Callable[[], C] | None = field(default=None, compare=False)
     confine: Callable[[C, Workspace], Workspace] | None = None
 
@@ -121,6 +122,7 @@ class Role(Generic[C, R]):
         check_fresh(messages, forbidden, role=self.name)
         if self.confine is not None:
             workspace = self.confine(context, workspace)
+        confined = workspace
         return run_agent(
             role=self.name,
             client=client,
@@ -130,5 +132,5 @@ class Role(Generic[C, R]):
             budget=budget,
             transcript=transcript,
             max_steps=max_steps,
-            check=None if check is None else (lambda result: check(context, result)),
+            check=None if check is None else (lambda result: check(context, result, confined)),
         )

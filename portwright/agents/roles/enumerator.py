@@ -14,6 +14,7 @@ from portwright.agents.evidence import candidate_labels
 from portwright.agents.prompting import Excerpt, cite_around
 from portwright.agents.results import SurfaceClassification
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
+from portwright.agents.tools import Workspace
 from portwright.evidence.surface import SurfaceReport
 
 
@@ -46,7 +47,8 @@ def context_from_surface(report: SurfaceReport, upstream: git.Repo, *, rules_pro
                              row=row, candidates=candidate_labels(report), excerpts=excerpts)
 
 
-def _check(context: EnumeratorContext, result: SurfaceClassification) -> list[str]:
+def _check(context: EnumeratorContext, result: SurfaceClassification,
+           workspace: Workspace) -> list[str]:
     return result.problems(context.candidates)
 
 

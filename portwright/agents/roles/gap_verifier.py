@@ -8,6 +8,9 @@ re-check.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import git
 from pydantic import Field
 
@@ -15,7 +18,10 @@ from portwright.agents.evidence import render_row_evidence
 from portwright.agents.prompting import Excerpt, cite_around
 from portwright.agents.results import GapVerdict
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
+from portwright.agents.tools import Workspace
+from portwright.errors import ConfinementError
 from portwright.evidence.gap import RowEvidence
+from portwright.evidence.names import variants
 
 
 class GapContext(RoleContext):
@@ -47,11 +53,78 @@ def context_from_evidence(found: RowEvidence, upstream: git.Repo, *, rules_prose
                       evidence=render_row_evidence(found), excerpts=excerpts)
 
 
-def _check(context: GapContext, verdict: GapVerdict) -> list[str]:
-    if verdict.status == "landed" and not any(e.kind in ("downstream", "history")
-                                               for e in verdict.evidence):
-        return ["a landed verdict needs downstream or history evidence of the port"]
-    return []
+_REF = re.compile(r"^(?P<path>[^:\s]+):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+_SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
+
+
+def _check(context: GapContext, verdict: GapVerdict, workspace: Workspace) -> list[str]:
+    """Re-establish every downstream and history ref the verdict cites.
+
+    A downstream ref must be ``path:line[-line]`` inside the worktree whose lines name one
+    of the symbols (in any casing a port might use); a history ref must name commits of
+    the downstream repository whose change names one. A ``landed`` verdict needs at least
+    one ref that holds.
+    """
+    spellings = {v.lower() for symbol in context.symbols for v in variants(symbol)}
+    problems: list[str] = []
+    held = 0
+    for item in verdict.evidence:
+        if item.kind == "downstream":
+            problem = _check_downstream(item.ref, spellings, workspace)
+            held += problem is None and _REF.match(item.ref.strip()) is not None
+        elif item.kind == "history":
+            problem = None
+            if _commit_names(item.ref, spellings, workspace.worktree):
+                held += 1
+            elif workspace.upstream is None or not _commit_names(item.ref, spellings,
+                                                                 workspace.upstream):
+                problem = (f"history ref {item.ref!r}: no commit there (downstream or "
+                           "upstream) changes the symbol" if _SHA.search(item.ref)
+                           else f"history ref {item.ref!r} names no commit sha")
+        else:
+            continue
+        if problem is not None:
+            problems.append(problem)
+    if verdict.status == "landed" and not held:
+        problems.append("a landed verdict needs downstream evidence (path:line that names the "
+                        "symbol) or history evidence (a downstream commit that changes it)")
+    return problems
+
+
+def _check_downstream(ref: str, spellings: set[str], workspace: Workspace) -> str | None:
+    match = _REF.match(ref.strip())
+    if match is None:
+        if ref.strip() in {"HEAD", "none", "-"}:
+            return None  # an absence, not a citation
+        return f"downstream ref {ref!r} is not path:line or path:start-end"
+    try:
+        path = workspace.downstream_path(match["path"])
+    except ConfinementError as exc:
+        return f"downstream ref {ref!r}: {exc}"
+    if not path.is_file():
+        return f"downstream ref {ref!r}: no such file in the worktree"
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    start = int(match["start"])
+    end = int(match["end"] or start)
+    if not 1 <= start <= end <= len(lines):
+        return f"downstream ref {ref!r}: the file has {len(lines)} lines"
+    cited = "\n".join(lines[start - 1:end]).lower()
+    if not any(spelling in cited for spelling in spellings):
+        return f"downstream ref {ref!r}: those lines do not name the symbol"
+    return None
+
+
+def _commit_names(ref: str, spellings: set[str], repo_path: Path) -> bool:
+    """Whether one of the commits ``ref`` names, in ``repo_path``, changes a spelling."""
+    repo = git.Repo(repo_path)
+    for sha in _SHA.findall(ref):
+        try:
+            patch = str(repo.git.show("--format=%B", "--no-color", sha)).lower()
+        except git.GitCommandError:
+            continue
+        if any(spelling in patch for spelling in spellings):
+            return True
+    return False
 
 
 def sample() -> GapContext:

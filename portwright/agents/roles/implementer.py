@@ -46,7 +46,8 @@ def _confine(context: ImplementerContext, workspace: Workspace) -> Workspace:
                                write_never=list(context.test_globs))
 
 
-def _check(context: ImplementerContext, report: ImplementerReport) -> list[str]:
+def _check(context: ImplementerContext, report: ImplementerReport,
+           workspace: Workspace) -> list[str]:
     if report.mode != context.mode:
         return [f"this turn is {context.mode}, the report says {report.mode}"]
     return []

@@ -16,6 +16,7 @@ import git
 from portwright.agents.prompting import Excerpt
 from portwright.agents.results import ReviewVerdict
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
+from portwright.agents.tools import Workspace
 from portwright.errors import RevisionError
 from portwright.rules import Rules
 from portwright.vcs.git import open_repo, resolve
@@ -64,7 +65,7 @@ def context_from_change(worktree: Path, base: str, *, rules: Rules, row: str, sp
                            evidence=evidence, excerpts=list(excerpts))
 
 
-def _check(context: ReviewerContext, verdict: ReviewVerdict) -> list[str]:
+def _check(context: ReviewerContext, verdict: ReviewVerdict, workspace: Workspace) -> list[str]:
     changed = {line[6:] for line in context.diff.splitlines()
                if line.startswith(("+++ b/", "--- a/"))}
     return [f"finding on {f.path}, which the diff does not change" for f in verdict.findings
