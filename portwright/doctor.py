@@ -94,44 +94,36 @@ def _pin(repo: Path, config: PortwrightConfig) -> Check:
 
 
 def _sandbox(repo: Path, config: PortwrightConfig) -> Check:
-    backend = config.sandbox.backend
-    if backend == SandboxBackend.LOCAL:
+    from portwright.sandboxes.selection import DOCKER_FIX, select_backend
+
+    selection = select_backend(config.sandbox)
+    if selection.backend is None:
+        return Check("sandbox", "fail", selection.reason, DOCKER_FIX)
+    if selection.backend == SandboxBackend.LOCAL:
         return Check("sandbox", "warn", "backend `local`: commands run WITHOUT isolation",
                      "set sandbox.backend = \"auto\" and start a Docker engine")
-    if backend in (SandboxBackend.AUTO, SandboxBackend.DOCKER):
-        engine, answered = _docker_engine(config.sandbox.image)
-        if answered or backend == SandboxBackend.DOCKER:
-            return engine
-    if shutil.which("bwrap") is None:
-        return Check("sandbox", "fail", "no Docker engine answers and bubblewrap is missing",
-                     "start dockerd (`make engine` as root) or apt-get install -y bubblewrap")
-    done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "true"],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        return Check("sandbox", "fail", f"bubblewrap cannot create namespaces: "
-                     f"{done.stderr.strip()}", "start a Docker engine instead")
-    return Check("sandbox", "ok", "bubblewrap (no Docker engine answers)")
+    if selection.backend == SandboxBackend.BWRAP:
+        return Check("sandbox", "ok", f"bubblewrap ({selection.reason})")
+    return _docker_image(config)
 
 
-def _docker_engine(image: str) -> tuple[Check, bool]:
-    import docker
-    from docker.errors import DockerException, ImageNotFound
+def _docker_image(config: PortwrightConfig) -> Check:
+    from portwright.sandboxes.docker import docker_client
+    from portwright.sandboxes.images import image_exists
 
+    if config.sandbox.dockerfile:
+        return Check("sandbox", "ok", f"Docker; image built from {config.sandbox.dockerfile} "
+                     "on first use (cached)")
+    client = docker_client()
     try:
-        client = docker.from_env(timeout=5)
         version = client.version().get("Version", "?")
-    except DockerException:
-        return Check("sandbox", "fail", "no Docker engine answers",
-                     "start it: `dockerd >/var/log/dockerd.log 2>&1 &` as root (Debian: "
-                     "apt-get install -y docker.io), or set DOCKER_HOST"), False
-    try:
-        client.images.get(image)
-    except ImageNotFound:
-        return Check("sandbox", "fail", f"Docker {version}: image {image} is missing",
-                     "build it offline: `portwright sandbox base-image`"), True
+        present = image_exists(client, config.sandbox.image)
     finally:
         client.close()
-    return Check("sandbox", "ok", f"Docker {version}, image {image} present"), True
+    if not present:
+        return Check("sandbox", "fail", f"Docker {version}: image {config.sandbox.image} "
+                     "is missing", "build it offline: `portwright sandbox base-image`")
+    return Check("sandbox", "ok", f"Docker {version}, image {config.sandbox.image} present")
 
 
 def _model(repo: Path, config: PortwrightConfig) -> Check:

@@ -76,17 +76,9 @@ def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def docker_engine_running() -> bool:
-    if shutil.which("docker") is None:
-        return False
-    try:
-        import docker
+    from portwright.sandboxes.selection import docker_status
 
-        client = docker.from_env(timeout=5)
-        client.ping()
-        client.close()
-        return True
-    except Exception:
-        return False
+    return docker_status() == "ok"
 
 
 def bwrap_works() -> bool:
