@@ -148,7 +148,8 @@ def verify_gap(
     from portwright.evidence.gap import row_evidence, upstream_repo
     from portwright.parity.pin import read_pin
     from portwright.rules import load_rules
-    from portwright.vcs.git import open_repo
+    from portwright.runs import RunStore
+    from portwright.vcs.git import head_sha, open_repo
 
     repo, cfg = repo_path(), config()
     upstream = upstream_repo(repo, cfg)
@@ -162,6 +163,10 @@ def verify_gap(
     run_id = run_id or (f"verify-gap-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-"
                         f"{secrets.token_hex(3)}")
     path = transcript_path(repo, cfg.state_dir, run_id)
+    RunStore.for_repo(repo, cfg, run_id).write_manifest(
+        command="agent verify-gap " + " ".join(f"--symbol {s}" for s in symbol),
+        commit=head_sha(open_repo(repo, what="the downstream repository")),
+        rules_digests=rules.digests(), config=cfg)
     workspace = Workspace(worktree=repo, upstream=upstream, pin=found.pin,
                           evidence=EvidenceSources(gap=gap_source(upstream, repo, found.pin,
                                                                   cfg)))

@@ -46,7 +46,7 @@ def gates_run(
 
     from portwright.errors import RulesError
     from portwright.gates import run_gates
-    from portwright.gates._diff import default_base, name_status
+    from portwright.gates._diff import default_base, git, name_status
     from portwright.rules import BuiltinCheck, Phase, load_rules
     from portwright.runs import RunStore
 
@@ -59,6 +59,9 @@ def gates_run(
     rules = load_rules(repo)
     run_id = run_id or datetime.now(UTC).strftime("gates-%Y%m%d-%H%M%S")
     store = RunStore.for_repo(repo, cfg, run_id)
+    store.write_manifest(command=f"gates run --phase {chosen.value}",
+                         commit=git(repo, "rev-parse", "HEAD").strip(),
+                         rules_digests=rules.digests(), config=cfg)
     start = default_base(repo, base)
     changed = [c.path for c in name_status(repo, start)]
     selected = rules.gates_for(chosen, changed)

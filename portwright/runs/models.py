@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,3 +59,24 @@ class EvidenceRecord(BaseModel):
     """When the command finished (UTC)."""
     messages: list[str] = Field(default_factory=list)
     """What a built-in check found, each naming file:line."""
+
+
+class RunManifest(BaseModel):
+    """What one run used, written once at its start (``run.json``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    run_id: str
+    """The run's id."""
+    command: str
+    """What started it (e.g. ``gates run --phase pin``)."""
+    commit: str
+    """Downstream HEAD when it started."""
+    portwright: str
+    """portwright's version."""
+    created: datetime
+    """When it started (UTC)."""
+    rules: dict[str, str]
+    """sha256 of every AGENTS.md it used, by path."""
+    config: dict[str, Any]
+    """The effective configuration (``portwright.toml`` with overrides applied)."""

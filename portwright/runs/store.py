@@ -1,6 +1,7 @@
 """On-disk layout of a run::
 
     <repo>/<state_dir>/runs/<run_id>/
+        run.json                    the manifest: version, commit, rules digests, config
         evidence/0001-unit.json     one EvidenceRecord per observation, numbered in order
         logs/0001-unit.log          the full output of that command
 """
@@ -10,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError
-from portwright.runs.models import EvidenceKind, EvidenceRecord
+from portwright.runs.models import EvidenceKind, EvidenceRecord, RunManifest
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +58,26 @@ class RunStore:
         numbers = [int(p.name.split("-", 1)[0]) for p in self.evidence_dir.glob("*.json")
                    if p.name.split("-", 1)[0].isdigit()]
         return max(numbers, default=0) + 1
+
+    def write_manifest(self, *, command: str, commit: str, rules_digests: dict[str, str],
+                       config: PortwrightConfig) -> Path:
+        """Record what the run used: its command, the downstream commit, the sha256 of every
+        rules file, and the configuration (secrets are never in it: only variable names)."""
+        from portwright import __version__
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / "run.json"
+        manifest = RunManifest(run_id=self.run_id, command=command, commit=commit,
+                               portwright=__version__, created=datetime.now(UTC),
+                               rules=rules_digests, config=config.model_dump(mode="json"))
+        path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        return path
+
+    def manifest(self) -> RunManifest | None:
+        path = self.dir / "run.json"
+        if not path.is_file():
+            return None
+        return RunManifest.model_validate_json(path.read_bytes())
 
     def write_log(self, name: str, data: bytes) -> tuple[str, str]:
         """Store a log; returns (path relative to the run directory, sha256)."""

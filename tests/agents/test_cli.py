@@ -96,6 +96,9 @@ def test_verify_gap_records_then_replays(httpserver: HTTPServer, pair: dict[str,
     assert out["status"] == "done"
     assert out["verdict"]["status"] == "missing"
     assert out["transcript"] == str(repo / ".portwright/runs/rec/transcript.jsonl")
+    manifest = json.loads((repo / ".portwright/runs/rec/run.json").read_text())
+    assert manifest["command"] == "agent verify-gap --symbol rope_scaling"
+    assert list(manifest["rules"]) == ["AGENTS.md"]
     first_request = json.loads(httpserver.log[0][0].get_data())
     task = first_request["messages"][1]["content"]
     assert "symbol rope_scaling" in task

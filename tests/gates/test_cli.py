@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -20,6 +21,12 @@ def test_gates_run_spec_phase_passes_and_records(world: World) -> None:
                                                                      ("spec-complete", True)]
     evidence = sorted((world.repo / ".portwright/runs/ci-1/evidence").glob("*.json"))
     assert [p.name for p in evidence] == ["0001-anchors.json", "0002-spec-complete.json"]
+    manifest = json.loads((world.repo / ".portwright/runs/ci-1/run.json").read_text())
+    agents = (world.repo / "AGENTS.md").read_bytes()
+    assert manifest["rules"] == {"AGENTS.md": hashlib.sha256(agents).hexdigest()}
+    assert manifest["commit"] == world.downstream.head()
+    assert manifest["command"] == "gates run --phase spec"
+    assert manifest["config"]["upstream"]["source"]
 
 
 def test_gates_run_fails_with_exit_1(world: World) -> None:
