@@ -17,7 +17,7 @@ from rich.table import Table
 from portwright.cli.common import config, console, emit_json, err_console, repo_path
 from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError, RevisionError, UsageError
-from portwright.evidence._git import git, rev_parse
+from portwright.vcs.plumbing import git, rev_parse
 
 _VERDICT_STYLE = {"landed": "green", "partial": "yellow", "missing": "red",
                   "not_applicable": "dim"}

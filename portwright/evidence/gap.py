@@ -54,11 +54,11 @@ from portwright import globs
 from portwright.config import PortwrightConfig
 from portwright.errors import ConfigError, RepositoryError
 from portwright.evidence import names, tokens
-from portwright.evidence._git import check_repo, git, rev_parse
 from portwright.evidence.history import CountChange, HistoryIndex, pickaxe
 from portwright.evidence.lookup import Location, TreeView, present_in_tree
 from portwright.evidence.patch import FilePatch, classify, commit_patch
 from portwright.rules.loader import RULES_NAME
+from portwright.vcs.plumbing import check_repo, git, rev_parse
 
 logger = logging.getLogger(__name__)
 

@@ -52,7 +52,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from portwright.errors import RepositoryError, UsageError
-from portwright.evidence._git import check_repo, git, git_lines, is_ancestor, rev_parse
+from portwright.vcs.plumbing import check_repo, git, git_lines, is_ancestor, rev_parse
 
 logger = logging.getLogger(__name__)
 

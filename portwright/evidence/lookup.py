@@ -28,8 +28,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from portwright.evidence import names
-from portwright.evidence._git import cat_blobs, git, ls_tree, rev_parse
 from portwright.evidence.tokens import IDENT_RE
+from portwright.vcs.plumbing import cat_blobs, git, ls_tree, rev_parse
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from portwright import globs
-from portwright.evidence._git import git
+from portwright.vcs.plumbing import git
 
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"

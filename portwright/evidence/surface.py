@@ -41,8 +41,8 @@ from pydantic import BaseModel, ConfigDict
 
 from portwright.config import UpstreamConfig
 from portwright.errors import UsageError
-from portwright.evidence._git import check_repo, git, rev_parse, show
 from portwright.evidence.patch import classify
+from portwright.vcs.plumbing import check_repo, git, rev_parse, show
 
 logger = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict
 
 from portwright.config import PortwrightConfig
 from portwright.evidence import names, tokens
-from portwright.evidence._git import check_repo, rev_parse
 from portwright.evidence.lookup import TreeView, present_in_tree
 from portwright.evidence.patch import classify, range_patch
+from portwright.vcs.plumbing import check_repo, rev_parse
 
 logger = logging.getLogger(__name__)
 

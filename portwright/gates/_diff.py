@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from portwright.errors import RevisionError
+from portwright.errors import RepositoryError, RevisionError
+from portwright.vcs import plumbing
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-def git(repo: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
-                          check=False)
-    if check and done.returncode != 0:
-        raise RevisionError(f"git {' '.join(args)} failed: {done.stderr.strip()}", file=repo,
-                            fix="check the revision (does the base exist in this repo?)")
-    return done.stdout
+def git(repo: Path, *args: str) -> str:
+    """``git args…`` in ``repo`` as text; a failure is a :class:`RevisionError`."""
+    try:
+        out = plumbing.git(repo, *args)
+    except RepositoryError as exc:
+        raise RevisionError(exc.message, file=repo,
+                            fix="check the revision (does the base exist in this repo?)") from exc
+    return out.decode("utf-8", errors="replace")
 
 
 def default_base(repo: Path, base: str | None) -> str:
@@ -26,9 +27,9 @@ def default_base(repo: Path, base: str | None) -> str:
     if base:
         git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
         return base
-    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "HEAD~1"], cwd=repo,
-                          capture_output=True, text=True, check=False)
-    return "HEAD~1" if done.returncode == 0 else EMPTY_TREE
+    has_parent = plumbing.git(repo, "rev-parse", "--verify", "--quiet", "HEAD~1",
+                              ok_codes=(0, 1)).strip()
+    return "HEAD~1" if has_parent else EMPTY_TREE
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,8 @@ def unified(repo: Path, base: str, paths: list[str], head: str = "HEAD") -> str:
 
 
 def show(repo: Path, rev: str, path: str) -> str | None:
-    done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=repo, capture_output=True,
-                          check=False)
-    return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else None
+    data = plumbing.show(repo, rev, path)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def tracked(repo: Path) -> list[str]:

@@ -1,4 +1,6 @@
-"""Plain ``git`` subprocess calls returning bytes: the fast path for the evidence engines."""
+"""Plain ``git`` subprocess calls returning bytes: the fast path for engines that read a
+whole history (evidence) or many diffs (gates). gitpython (``portwright.vcs.git``) serves
+the rest."""
 
 from __future__ import annotations
 
@@ -27,7 +29,10 @@ def git(repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
                               fix="install git and put it on PATH") from exc
     if done.returncode not in ok_codes:
         message = done.stderr.decode("utf-8", "replace").strip()
-        raise RepositoryError(f"git {args[0]} failed: {message}", file=repo,
+        command = " ".join(args)
+        command = command if len(command) <= 200 else command[:200] + "…"
+        detail = f": {message}" if message else ""
+        raise RepositoryError(f"git {command} failed (exit {done.returncode}){detail}", file=repo,
                               fix="check that the path is a git checkout and the revision exists")
     return done.stdout
 
