@@ -87,3 +87,17 @@ def bwrap_works() -> bool:
     done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "true"],
                           capture_output=True)
     return done.returncode == 0
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Where the real components are promised (CI sets PORTWRIGHT_REQUIRE_ENGINE=1), a
+    missing one is an error, not a quiet skip of every test that needs it."""
+    if os.environ.get("PORTWRIGHT_REQUIRE_ENGINE") != "1":
+        return
+    missing = []
+    if not docker_engine_running():
+        missing.append("a Docker engine (scripts/engine.sh starts one)")
+    if not bwrap_works():
+        missing.append("bubblewrap (apt-get install bubblewrap)")
+    if missing:
+        raise pytest.UsageError("PORTWRIGHT_REQUIRE_ENGINE=1 but missing: " + "; ".join(missing))
