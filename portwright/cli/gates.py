@@ -71,13 +71,16 @@ def gates_run(
                         for g in selected)
     context: AbstractContextManager[Sandbox | None] = nullcontext()
     if needs_sandbox:
+        from portwright.errors import RepositoryError
         from portwright.sandboxes import open_sandbox
+        from portwright.vcs.upstream import upstream_path
 
-        source = Path(cfg.upstream.source)
-        upstream_path = source if source.is_absolute() else repo / source
+        try:
+            upstream: Path | None = upstream_path(repo, cfg)
+        except RepositoryError:
+            upstream = None  # command gates can run without the upstream mounted
         context = open_sandbox(cfg.sandbox, worktree=repo, run_id=run_id,
-                               log_dir=store.dir / "sandbox-logs",
-                               upstream=upstream_path if upstream_path.is_dir() else None,
+                               log_dir=store.dir / "sandbox-logs", upstream=upstream,
                                allow_local=allow_local)
     with context as sandbox:
         results = run_gates(rules, chosen, sandbox=sandbox, repo=repo, config=cfg,

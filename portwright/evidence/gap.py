@@ -59,6 +59,7 @@ from portwright.evidence.lookup import Location, TreeView, present_in_tree
 from portwright.evidence.patch import FilePatch, classify, commit_patch
 from portwright.rules.loader import RULES_NAME
 from portwright.vcs.plumbing import check_repo, git, rev_parse
+from portwright.vcs.upstream import upstream_path
 
 logger = logging.getLogger(__name__)
 
@@ -227,17 +228,10 @@ class RowEvidence(_Model):
 
 
 def upstream_repo(downstream: Path, config: PortwrightConfig) -> Path:
-    """The upstream checkout named by ``upstream.source`` (relative to the downstream)."""
-    source = config.upstream.source
-    if re.match(r"^[a-z][a-z0-9+.-]*://", source) or re.match(r"^[\w.-]+@[\w.-]+:", source):
-        raise ConfigError(
-            f"upstream.source {source!r} is a URL; the evidence engines need a local checkout",
-            file=downstream / "portwright.toml", key="upstream.source",
-            fix="clone the upstream next to the port and set upstream.source to its path")
-    path = Path(source).expanduser()
-    path = path if path.is_absolute() else downstream / path
+    """The upstream checkout named by ``upstream.source``: a path relative to the downstream,
+    or a URL cloned once under ``<state_dir>/upstream``."""
     try:
-        return check_repo(path, "upstream checkout")
+        return check_repo(upstream_path(downstream, config), "upstream checkout")
     except RepositoryError as exc:
         raise ConfigError(exc.message, file=downstream / "portwright.toml", key="upstream.source",
                           fix=exc.fix) from exc
