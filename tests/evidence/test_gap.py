@@ -146,8 +146,8 @@ def test_row_evidence(pair: Any) -> None:
 def test_bad_revision_and_url(pair: Any, tmp_path: Path) -> None:
     with pytest.raises(RevisionError, match="nope"):
         scan_range(pair.up.path, pair.down.path, "nope", "HEAD", pair.config)
-    url = PortwrightConfig(upstream=UpstreamConfig(source="https://example.invalid/x.git"))
-    with pytest.raises(ConfigError, match=r"local checkout") as info:
+    url = PortwrightConfig(upstream=UpstreamConfig(source=f"file://{tmp_path}/gone.git"))
+    with pytest.raises(ConfigError, match=r"could not clone") as info:
         upstream_repo(pair.down.path, url)
     assert info.value.key == "upstream.source"
     missing = PortwrightConfig(upstream=UpstreamConfig(source="../nowhere"))
