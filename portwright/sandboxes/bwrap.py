@@ -26,22 +26,18 @@ import os
 import re
 import resource
 import shutil
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from portwright.config import SandboxConfig
 from portwright.errors import EngineUnavailable, SandboxError
 from portwright.sandboxes.base import ExecResult
-from portwright.sandboxes.local import base_env, resolve_cwd, run_setup
+from portwright.sandboxes.common import SANDBOX_HOME, SandboxBase
 from portwright.sandboxes.mounts import sandbox_mounts
-from portwright.sandboxes.output import LogNamer, OutputSink, kill_process_group, run_process
+from portwright.sandboxes.output import OutputSink, kill_process_group, run_process
 
 logger = logging.getLogger(__name__)
 
-SANDBOX_HOME = "/tmp/home"
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -66,10 +62,11 @@ def _user_process_count(uid: int) -> int:
     return count
 
 
-class BwrapSandbox:
+class BwrapSandbox(SandboxBase):
     """Commands in bubblewrap namespaces against the run's worktree."""
 
     name = "bwrap"
+    _not_open = "the bubblewrap sandbox is not open"
 
     def __init__(
         self,
@@ -79,40 +76,30 @@ class BwrapSandbox:
         log_dir: Path,
         upstream: Path | None = None,
     ) -> None:
-        self.worktree = worktree.resolve()
+        super().__init__(worktree, config=config, log_dir=log_dir)
         self.upstream = upstream.resolve() if upstream is not None else None
-        self.config = config
-        self.log_dir = log_dir
-        self.setup_results: list[ExecResult] = []
-        self._logs = LogNamer(log_dir)
-        self._lock = threading.Lock()
         self._bwrap: str | None = None
         self._nproc_base = 0
         self.uid = os.getuid()
         self.gid = os.getgid()
 
-    def __enter__(self) -> Self:
+    def _preflight(self) -> None:
         self._bwrap = shutil.which("bwrap")
         if self._bwrap is None:
             raise EngineUnavailable("bubblewrap is not installed",
                                     fix="apt-get install bubblewrap (or start a Docker engine)")
-        if not self.worktree.is_dir():
-            raise SandboxError(f"worktree {self.worktree} does not exist",
-                               fix="create the run's worktree before opening its sandbox")
+
+    def _open(self) -> None:
         stat = self.worktree.stat()
         if os.geteuid() == 0 and stat.st_uid != 0:
             self.uid, self.gid = stat.st_uid, stat.st_gid
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.setup_results = run_setup(self)
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Nothing outlives a command; after this, ``exec`` refuses."""
         self._bwrap = None
+
+    def _is_open(self) -> bool:
+        return self._bwrap is not None
 
     def command(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> list[str]:
         """The full ``bwrap`` command line that runs ``argv``."""
@@ -146,38 +133,18 @@ class BwrapSandbox:
             os.setresgid(self.gid, self.gid, self.gid)
             os.setresuid(self.uid, self.uid, self.uid)
 
-    def exec(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-    ) -> ExecResult:
-        """Run ``argv`` in fresh namespaces and wait; kill the namespace at ``timeout``."""
-        if self._bwrap is None:
-            raise SandboxError("the bubblewrap sandbox is not open",
-                               fix="use it as a context manager: `with sandbox as sb:`")
-        if not argv:
-            raise SandboxError("empty command", fix="pass the program and its arguments")
-        limit = self.config.timeout if timeout is None else timeout
-        environment = base_env(SANDBOX_HOME)
-        environment.update(self.config.env)
-        environment.update(env or {})
-        workdir = resolve_cwd(self.worktree, cwd)
-        with self._lock:
-            self._nproc_base = _user_process_count(self.uid)
-            sink = OutputSink(self._logs.next(argv), tail_bytes=self.config.tail_bytes,
-                              cap=self.config.output_cap)
-            try:
-                outcome = run_process(
-                    self.command(argv, environment, workdir), sink, timeout=limit,
-                    env={"PATH": environment["PATH"]}, cwd=Path("/"),
-                    kill=kill_process_group, preexec_fn=self._child_setup,
-                )
-            except OSError as exc:
-                sink.close()
-                raise SandboxError(f"bubblewrap did not start: {exc}",
-                                   fix="check `bwrap --version`; reinstall bubblewrap") from exc
+    def _run(self, argv: list[str], sink: OutputSink, timeout: float, env: dict[str, str],
+             cwd: Path) -> ExecResult:
+        """One ``bwrap`` process in its own process group; its pid namespace dies with it."""
+        self._nproc_base = _user_process_count(self.uid)
+        try:
+            outcome = run_process(
+                self.command(argv, env, cwd), sink, timeout=timeout,
+                env={"PATH": env["PATH"]}, cwd=Path("/"),
+                kill=kill_process_group, preexec_fn=self._child_setup,
+            )
+        except OSError as exc:
+            raise SandboxError(f"bubblewrap did not start: {exc}",
+                               fix="check `bwrap --version`; reinstall bubblewrap") from exc
         return sink.result(argv, exit_code=outcome.exit_code, duration=outcome.duration,
                            timed_out=outcome.timed_out)

@@ -28,10 +28,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
@@ -42,9 +40,10 @@ from docker.types import Mount as DockerMount
 from portwright.config import SandboxConfig
 from portwright.errors import EngineUnavailable, ImageMissing, SandboxDied, SandboxError
 from portwright.sandboxes.base import ExecResult
-from portwright.sandboxes.local import base_env, resolve_cwd, run_setup
+from portwright.sandboxes.common import SANDBOX_HOME as SANDBOX_HOME  # re-exported
+from portwright.sandboxes.common import SandboxBase
 from portwright.sandboxes.mounts import sandbox_mounts
-from portwright.sandboxes.output import LogNamer, OutputSink
+from portwright.sandboxes.output import OutputSink
 from portwright.sandboxes.selection import DOCKER_FIX, engine_socket_problem
 
 logger = logging.getLogger(__name__)
@@ -55,7 +54,6 @@ LABEL_OWNER = "portwright.owner"
 LABEL_HOST = "portwright.host"
 LABEL_WORKTREE = "portwright.worktree"
 
-SANDBOX_HOME = "/tmp/home"
 _WRAPPER = (
     '[ -d "$HOME" ] || mkdir -p "$HOME" 2>/dev/null; "$@"; rc=$?; kill -9 -1 2>/dev/null; '
     "exit $rc"
@@ -102,10 +100,11 @@ def docker_client(timeout: int = 60) -> docker.DockerClient:
     return client
 
 
-class DockerSandbox:
+class DockerSandbox(SandboxBase):
     """A hardened container for one run; commands by ``exec`` as the worktree owner."""
 
     name = "docker"
+    _not_open = "the Docker sandbox is not open"
 
     def __init__(
         self,
@@ -117,17 +116,12 @@ class DockerSandbox:
         upstream: Path | None = None,
         image: str | None = None,
     ) -> None:
-        self.worktree = worktree.resolve()
+        super().__init__(worktree, config=config, log_dir=log_dir)
         self.upstream = upstream.resolve() if upstream is not None else None
-        self.config = config
         self.run_id = run_id
-        self.log_dir = log_dir
         self.image = image
         self.container: Container | None = None
-        self.setup_results: list[ExecResult] = []
         self._client: docker.DockerClient | None = None
-        self._logs = LogNamer(log_dir)
-        self._lock = threading.Lock()
         self._kill_lock = threading.Lock()
         self.uid = os.getuid()
         """Who commands run as: the worktree's owner (set when the sandbox starts)."""
@@ -137,29 +131,14 @@ class DockerSandbox:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def __enter__(self) -> Self:
-        if not self.worktree.is_dir():
-            raise SandboxError(f"worktree {self.worktree} does not exist",
-                               fix="create the run's worktree before opening its sandbox")
+    def _open(self) -> None:
         stat = self.worktree.stat()
         self.uid, self.gid = stat.st_uid, stat.st_gid
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         self._client = docker_client()
-        try:
-            self._start()
-            self.setup_results = run_setup(self)
-        except BaseException:
-            self.close()
-            raise
-        return self
+        self._start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _is_open(self) -> bool:
+        return self.container is not None and self._client is not None
 
     def _image(self) -> str:
         if self.image is not None:
@@ -238,35 +217,9 @@ class DockerSandbox:
 
     # -- commands --------------------------------------------------------------------
 
-    def exec(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-    ) -> ExecResult:
-        """Run ``argv`` in the container as the worktree owner; wait; kill it at ``timeout``."""
-        if self.container is None or self._client is None:
-            raise SandboxError("the Docker sandbox is not open",
-                               fix="use it as a context manager: `with sandbox as sb:`")
-        if not argv:
-            raise SandboxError("empty command", fix="pass the program and its arguments")
-        limit = self.config.timeout if timeout is None else timeout
-        environment = base_env(SANDBOX_HOME)
-        environment.update(self.config.env)
-        environment.update(env or {})
-        workdir = resolve_cwd(self.worktree, cwd)
-        with self._lock:
-            sink = OutputSink(self._logs.next(argv), tail_bytes=self.config.tail_bytes,
-                              cap=self.config.output_cap)
-            try:
-                return self._exec(list(argv), sink, limit, environment, workdir)
-            finally:
-                sink.close()
-
-    def _exec(self, argv: list[str], sink: OutputSink, limit: float, env: dict[str, str],
-              workdir: Path) -> ExecResult:
+    def _run(self, argv: list[str], sink: OutputSink, timeout: float, env: dict[str, str],
+             cwd: Path) -> ExecResult:
+        """One ``exec`` in the container; its process tree killed from the host."""
         assert self.container is not None
         assert self._client is not None
         api = self._client.api
@@ -275,7 +228,7 @@ class DockerSandbox:
         try:
             exec_id = api.exec_create(
                 self.container.id, ["sh", "-c", _WRAPPER, "portwright-exec", *argv],
-                user=f"{self.uid}:{self.gid}", environment=env, workdir=str(workdir),
+                user=f"{self.uid}:{self.gid}", environment=env, workdir=str(cwd),
             )["Id"]
             stream: CancellableStream[Any] = api.exec_start(exec_id, stream=True, demux=True)
         except APIError as exc:
@@ -298,7 +251,7 @@ class DockerSandbox:
 
         reader = threading.Thread(target=pump, name="sandbox-exec-reader", daemon=True)
         reader.start()
-        timed_out = self._wait(reader, stream, exec_id, start + limit)
+        timed_out = self._wait(reader, stream, exec_id, start + timeout)
         if timed_out:
             self._kill_commands()
             reader.join(10)

@@ -1,0 +1,163 @@
+"""What every sandbox backend shares: the environment, the working folder, setup
+commands, and the frame of ``__enter__`` / ``exec`` / ``__exit__``.
+
+:class:`SandboxBase` checks the worktree, runs ``[sandbox] setup`` and closes the
+sandbox again when opening fails; its ``exec`` refuses a closed sandbox and an empty
+command, applies the default timeout, builds the environment (:func:`base_env`, then
+the config's ``env``, then the caller's), resolves ``cwd`` and opens the command's log,
+one command at a time. A backend supplies only how it opens and closes, and how one
+command is started, killed and observed (:meth:`SandboxBase._run`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import ClassVar, Protocol, Self
+
+from portwright.config import SandboxConfig
+from portwright.errors import SandboxError
+from portwright.sandboxes.base import ExecResult
+from portwright.sandboxes.output import LogNamer, OutputSink
+
+logger = logging.getLogger(__name__)
+
+SANDBOX_HOME = "/tmp/home"
+"""``HOME`` of commands in an isolating sandbox (inside its ``/tmp`` tmpfs)."""
+_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def base_env(home: str, path: str | None = None) -> dict[str, str]:
+    """The variables every sandboxed command gets; nothing else comes from the host."""
+    return {
+        "PATH": path or _DEFAULT_PATH,
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TMPDIR": "/tmp",
+    }
+
+
+def resolve_cwd(worktree: Path, cwd: Path | None) -> Path:
+    """``cwd`` (relative to the worktree, or absolute inside it); the worktree by default."""
+    if cwd is None:
+        return worktree
+    return cwd if cwd.is_absolute() else worktree / cwd
+
+
+class _Runs(Protocol):
+    config: SandboxConfig
+
+    def exec(self, argv: Sequence[str], *, timeout: float | None = None,
+             env: Mapping[str, str] | None = None, cwd: Path | None = None) -> ExecResult: ...
+
+
+def run_setup(sandbox: _Runs) -> list[ExecResult]:
+    """Run ``[sandbox] setup`` commands in a new sandbox; the first failure is an error."""
+    results: list[ExecResult] = []
+    for command in sandbox.config.setup:
+        result = sandbox.exec(["sh", "-c", command])
+        results.append(result)
+        if not result.ok:
+            raise SandboxError(
+                f"sandbox setup command failed (exit {result.exit_code}): {command}",
+                fix=f"see its log {result.log_path}; fix [sandbox] setup in portwright.toml",
+            )
+    return results
+
+
+class SandboxBase(ABC):
+    """The shared frame of the backends; each implements the :class:`Sandbox` protocol."""
+
+    name: str
+    """Backend name: ``docker``, ``bwrap`` or ``local``."""
+    _not_open: ClassVar[str]
+    """The error of ``exec`` on a sandbox that is not open."""
+    _not_open_fix: ClassVar[str] = "use it as a context manager: `with sandbox as sb:`"
+
+    def __init__(self, worktree: Path, *, config: SandboxConfig, log_dir: Path) -> None:
+        self.worktree = worktree.resolve()
+        self.config = config
+        self.log_dir = log_dir
+        self.setup_results: list[ExecResult] = []
+        self._logs = LogNamer(log_dir)
+        self._lock = threading.Lock()
+
+    # -- what a backend supplies -----------------------------------------------------
+
+    def _preflight(self) -> None:  # noqa: B027 (optional; most backends need none)
+        """Checks before the worktree is looked at (nothing is open yet)."""
+
+    @abstractmethod
+    def _open(self) -> None:
+        """Acquire what commands need; :meth:`close` releases it if opening fails."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what :meth:`_open` acquired (safe to call more than once)."""
+
+    @abstractmethod
+    def _is_open(self) -> bool: ...
+
+    def _base_env(self) -> dict[str, str]:
+        """The variables before the config's and the caller's."""
+        return base_env(SANDBOX_HOME)
+
+    @abstractmethod
+    def _run(self, argv: list[str], sink: OutputSink, timeout: float, env: dict[str, str],
+             cwd: Path) -> ExecResult:
+        """Run one command (holding the sandbox's lock), its output into ``sink``."""
+
+    # -- the shared frame ------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        self._preflight()
+        if not self.worktree.is_dir():
+            raise SandboxError(f"worktree {self.worktree} does not exist",
+                               fix="create the run's worktree before opening its sandbox")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._open()
+            self.setup_results = run_setup(self)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> ExecResult:
+        """Run ``argv`` in the sandbox and wait for it, killing it at ``timeout``."""
+        if not self._is_open():
+            raise SandboxError(self._not_open, fix=self._not_open_fix)
+        if not argv:
+            raise SandboxError("empty command", fix="pass the program and its arguments")
+        limit = self.config.timeout if timeout is None else timeout
+        environment = self._base_env()
+        environment.update(self.config.env)
+        environment.update(env or {})
+        workdir = resolve_cwd(self.worktree, cwd)
+        with self._lock:
+            sink = OutputSink(self._logs.next(argv), tail_bytes=self.config.tail_bytes,
+                              cap=self.config.output_cap)
+            try:
+                return self._run(list(argv), sink, limit, environment, workdir)
+            finally:
+                sink.close()
