@@ -1,4 +1,5 @@
-"""Fixtures of the sandbox tests: a git worktree owned by a non-root user, engine probes."""
+"""Fixtures of the sandbox tests: a git worktree owned by a non-root user, the limits
+the isolating backends are tested under, and a sandbox of either backend on it."""
 
 from __future__ import annotations
 
@@ -9,13 +10,24 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from portwright.config import SandboxConfig
 from tests.conftest import GIT_ENV
+
+if TYPE_CHECKING:
+    from portwright.sandboxes.bwrap import BwrapSandbox
+    from portwright.sandboxes.docker import DockerSandbox
 
 OWNER = 12345
 """uid and gid the test worktrees belong to: commands must run as this user."""
+
+BWRAP_LIMITS = SandboxConfig(backend="bwrap", memory="512m", pids=64, tmpfs_size="64m",
+                             timeout=30, tail_bytes=1024)
+DOCKER_LIMITS = SandboxConfig(memory="256m", pids=64, cpus=1.0, tmpfs_size="64m", timeout=30,
+                              tail_bytes=1024)
 
 
 def make_worktree(base: Path, *, owner: int | None = OWNER) -> tuple[Path, Path]:
@@ -55,3 +67,21 @@ def open_tmp() -> Iterator[Path]:
 def open_tmp_path() -> Iterator[Path]:
     with open_tmp() as path:
         yield path
+
+
+@contextmanager
+def isolating_sandbox(backend: str, run_id: str) -> Iterator[BwrapSandbox | DockerSandbox]:
+    """An open ``bwrap`` or ``docker`` sandbox on a fresh worktree (upstream: its main repo)."""
+    from portwright.sandboxes.bwrap import BwrapSandbox
+    from portwright.sandboxes.docker import DockerSandbox
+
+    with open_tmp() as base:
+        wt, main = make_worktree(base / "repos")
+        sandbox: BwrapSandbox | DockerSandbox
+        if backend == "bwrap":
+            sandbox = BwrapSandbox(wt, config=BWRAP_LIMITS, log_dir=base / "logs", upstream=main)
+        else:
+            sandbox = DockerSandbox(wt, config=DOCKER_LIMITS, run_id=run_id,
+                                    log_dir=base / "logs", upstream=main)
+        with sandbox as sb:
+            yield sb
