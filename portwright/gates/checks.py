@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from portwright.config import PortwrightConfig
-from portwright.errors import ParityFileError, RevisionError, UsageError
+from portwright.errors import RevisionError, UsageError
 from portwright.evidence.anchors import AnchorError, BlobReader, resolve_anchor
 from portwright.gates import _diff
 from portwright.gates.models import GateResult, result
@@ -274,17 +274,20 @@ def _check_record(repo: Path, store: RunStore, record: EvidenceRecord, label: st
 def check_red_green(repo: Path, store: RunStore | None, *,
                     tests: list[str]) -> GateResult:
     """The focused tests were observed failing before the implementation and passing after:
-    the last red and green records agree on test ids, their logs match their digests, the red
-    commit is an ancestor of the green one, no test file changed in between, and something
-    else did."""
+    every record of the run carries this machine's signature, the last red and green records
+    agree on test ids, their logs match their digests and their test ids, the red commit is an
+    ancestor of the green one, no test file changed in between, and something else did."""
     name = BuiltinCheck.RED_GREEN.value
     if store is None:
         return result(name, ["no run store: red-green needs the run's evidence records"],
                       check=name)
     try:
+        untrusted = store.untrusted()
+        if untrusted:  # a record the framework did not sign is reported, never read
+            return result(name, [exc.render() for exc in untrusted], check=name)
         reds = store.records(EvidenceKind.RED)
         greens = store.records(EvidenceKind.GREEN)
-    except ParityFileError as exc:
+    except UsageError as exc:  # an untrusted record, or no usable evidence key
         return _usage(name, exc)
     if not reds or not greens:
         missing = " and ".join(k for k, v in (("red", reds), ("green", greens)) if not v)

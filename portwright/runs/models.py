@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -23,8 +26,10 @@ class EvidenceKind(StrEnum):
 class EvidenceRecord(BaseModel):
     """One observation, written by the run store as ``evidence/<seq>-<gate>.json``.
 
-    Only the framework writes these, from results it observed itself; the red-green gate
-    re-hashes the log each record points at, so an edited record or log is detected.
+    Only the framework writes these, from results it observed itself. The run store signs
+    each one with this machine's evidence key (:attr:`mac`, which covers ``log_sha256`` and
+    so the log); reading verifies the signature, and the red-green gate also re-hashes the
+    log and re-reads its test ids, so an edited or forged record or log is detected.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -59,6 +64,24 @@ class EvidenceRecord(BaseModel):
     """When the command finished (UTC)."""
     messages: list[str] = Field(default_factory=list)
     """What a built-in check found, each naming file:line."""
+    mac: str | None = None
+    """HMAC-SHA256 (hex) with this machine's evidence key over the canonical JSON of the
+    record without ``mac``; set by :meth:`~portwright.runs.RunStore.add`."""
+
+    def canonical(self) -> bytes:
+        """What :attr:`mac` signs: the record without ``mac`` as JSON, keys sorted, no
+        whitespace, UTF-8."""
+        data = self.model_dump(mode="json", exclude={"mac"})
+        return json.dumps(data, sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False).encode("utf-8")
+
+    def sign(self, key: bytes) -> str:
+        """The :attr:`mac` of this record under ``key``."""
+        return hmac.new(key, self.canonical(), hashlib.sha256).hexdigest()
+
+    def signed_by(self, key: bytes) -> bool:
+        """Whether :attr:`mac` is present and was made with ``key`` (constant-time)."""
+        return self.mac is not None and hmac.compare_digest(self.mac, self.sign(key))
 
 
 class RunManifest(BaseModel):

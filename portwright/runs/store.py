@@ -4,6 +4,18 @@
         run.json                    the manifest: version, commit, rules digests, config
         evidence/0001-unit.json     one EvidenceRecord per observation, numbered in order
         logs/0001-unit.log          the full output of that command
+
+That folder is inside the downstream worktree, which sandboxed (untrusted) code can write.
+So the store trusts only what it signed itself: :meth:`RunStore.add` sets each record's
+``mac``, an HMAC-SHA256 with this machine's evidence key (:mod:`portwright.runs.keys`, kept
+outside every repository and every sandbox) over the record's canonical JSON, which
+includes the log's sha256. :meth:`RunStore.records` verifies every record and raises
+:class:`UntrustedEvidence` naming the file whose signature is missing or wrong;
+:meth:`RunStore.untrusted` lists every such file. A record copied from another machine,
+or rewritten together with its log and digest, does not verify.
+
+What the signature does not show: that no record was deleted (the files are numbered, so
+a gap is visible, but the last ones can go unnoticed).
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from pydantic import ValidationError
 
 from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError
+from portwright.runs.keys import evidence_key
 from portwright.runs.models import EvidenceKind, EvidenceRecord, RunManifest
 
 logger = logging.getLogger(__name__)
@@ -29,15 +42,33 @@ def _slug(name: str) -> str:
     return _SAFE.sub("_", name).strip("_") or "gate"
 
 
-class RunStore:
-    """Evidence records and logs of one run."""
+class UntrustedEvidence(ParityFileError):
+    """An evidence file that portwright did not write (and sign) on this machine."""
 
-    def __init__(self, root: Path, run_id: str) -> None:
+
+_UNTRUSTED_FIX = ("evidence files are written by portwright only; remove the run's evidence "
+                  "and run the gates again")
+
+
+class RunStore:
+    """Evidence records and logs of one run.
+
+    ``key`` signs and verifies the records; by default this machine's evidence key
+    (:func:`~portwright.runs.keys.evidence_key`, read when first needed).
+    """
+
+    def __init__(self, root: Path, run_id: str, *, key: bytes | None = None) -> None:
         if not run_id or _slug(run_id) != run_id:
             raise ValueError(f"run id {run_id!r} must be letters, digits, '.', '_' or '-'")
         self.root = root
         self.run_id = run_id
         self.dir = root / run_id
+        self._key = key
+
+    def _signing_key(self) -> bytes:
+        if self._key is None:
+            self._key = evidence_key()
+        return self._key
 
     @classmethod
     def for_repo(cls, repo: Path, config: PortwrightConfig, run_id: str) -> RunStore:
@@ -87,28 +118,59 @@ class RunStore:
         return path.relative_to(self.dir).as_posix(), hashlib.sha256(data).hexdigest()
 
     def add(self, record: EvidenceRecord) -> Path:
-        """Write ``record`` as the next numbered evidence file."""
+        """Sign ``record`` and write it as the next numbered evidence file."""
+        key = self._signing_key()
+        record = record.model_copy(update={"mac": record.sign(key)})
         self.evidence_dir.mkdir(parents=True, exist_ok=True)
         path = self.evidence_dir / f"{self._next_seq():04d}-{_slug(record.gate)}.json"
         path.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         logger.debug("evidence %s: %s passed=%s", path.name, record.gate, record.passed)
         return path
 
-    def records(self, kind: EvidenceKind | None = None) -> list[EvidenceRecord]:
-        """Every record in order (optionally only one kind)."""
-        out: list[EvidenceRecord] = []
+    def read(self, path: Path) -> EvidenceRecord:
+        """The record in ``path``, its signature verified.
+
+        Raises :class:`UntrustedEvidence` when the file is not a record, or its ``mac`` is
+        missing or was not made with this store's key.
+        """
+        try:
+            record = EvidenceRecord.model_validate_json(path.read_bytes())
+        except ValidationError as exc:
+            raise UntrustedEvidence(f"not an evidence record: {exc.errors()[0]['msg']}",
+                                    file=path, fix=_UNTRUSTED_FIX) from exc
+        if record.mac is None:
+            raise UntrustedEvidence("not written by portwright on this machine: the record "
+                                    "is not signed", file=path, fix=_UNTRUSTED_FIX)
+        if not record.signed_by(self._signing_key()):
+            raise UntrustedEvidence("not written by portwright on this machine: signature "
+                                    "mismatch (edited, forged or signed with another key)",
+                                    file=path, fix=_UNTRUSTED_FIX)
+        return record
+
+    def _paths(self) -> list[Path]:
         if not self.evidence_dir.is_dir():
-            return out
-        for path in sorted(self.evidence_dir.glob("*.json")):
-            try:
-                record = EvidenceRecord.model_validate_json(path.read_bytes())
-            except ValidationError as exc:
-                raise ParityFileError(f"not an evidence record: {exc.errors()[0]['msg']}",
-                                      file=path, fix="evidence files are written by "
-                                      "portwright only; remove the edited file") from exc
+            return []
+        return sorted(self.evidence_dir.glob("*.json"))
+
+    def records(self, kind: EvidenceKind | None = None) -> list[EvidenceRecord]:
+        """Every record in order (optionally only one kind), each signature verified;
+        the first file that does not verify raises :class:`UntrustedEvidence`."""
+        out: list[EvidenceRecord] = []
+        for path in self._paths():
+            record = self.read(path)
             if kind is None or record.kind is kind:
                 out.append(record)
         return out
+
+    def untrusted(self) -> list[UntrustedEvidence]:
+        """Every evidence file that does not verify, one error each (empty: all good)."""
+        problems: list[UntrustedEvidence] = []
+        for path in self._paths():
+            try:
+                self.read(path)
+            except UntrustedEvidence as exc:
+                problems.append(exc)
+        return problems
 
     def log_digest(self, record: EvidenceRecord) -> str | None:
         """sha256 of the log ``record`` points at, as it is on disk now (None if missing)."""

@@ -2,7 +2,9 @@
 
 Each command is its own ``bwrap`` invocation: the host root read-only, a fresh
 ``/dev``, ``/proc`` and size-capped ``/tmp``, the worktree read-write and git
-metadata / upstream read-only (see :mod:`portwright.sandboxes.mounts`), every
+metadata / upstream read-only (see :mod:`portwright.sandboxes.mounts`), the folder of
+the evidence key covered by an empty tmpfs (the key signs evidence records; opening the
+sandbox creates that folder, so no command runs while it could appear unmasked), every
 namespace unshared (no network: only a loopback of its own), no capabilities, no
 nested user namespaces, a cleared environment. Its own pid namespace is what makes
 kills complete: when the command exits, or bwrap is killed on timeout, the kernel
@@ -33,7 +35,7 @@ from portwright.config import SandboxConfig
 from portwright.errors import EngineUnavailable, SandboxError
 from portwright.sandboxes.base import ExecResult
 from portwright.sandboxes.common import SANDBOX_HOME, SandboxBase
-from portwright.sandboxes.mounts import sandbox_mounts
+from portwright.sandboxes.mounts import masked_dirs, sandbox_mounts
 from portwright.sandboxes.output import OutputSink, kill_process_group, run_process
 
 logger = logging.getLogger(__name__)
@@ -90,6 +92,9 @@ class BwrapSandbox(SandboxBase):
                                     fix="apt-get install bubblewrap (or start a Docker engine)")
 
     def _open(self) -> None:
+        from portwright.runs.keys import evidence_key_dir
+
+        evidence_key_dir()  # exists from now on, so every command masks it (see command)
         stat = self.worktree.stat()
         if os.geteuid() == 0 and stat.st_uid != 0:
             self.uid, self.gid = stat.st_uid, stat.st_gid
@@ -107,9 +112,12 @@ class BwrapSandbox(SandboxBase):
         args = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                 "--size", str(parse_size(self.config.tmpfs_size)), "--tmpfs", "/tmp",
                 "--dir", SANDBOX_HOME]
-        for mount in sandbox_mounts(self.worktree, self.upstream):
-            flag = "--ro-bind" if mount.read_only else "--bind"
-            args += [flag, str(mount.path), str(mount.path)]
+        binds: list[tuple[Path, list[str]]] = [(m.path, [
+            "--ro-bind" if m.read_only else "--bind", str(m.path), str(m.path)])
+            for m in sandbox_mounts(self.worktree, self.upstream)]
+        binds += [(d, ["--tmpfs", str(d)]) for d in masked_dirs()]
+        for _, mount_args in sorted(binds, key=lambda b: len(b[0].parts)):  # outer first
+            args += mount_args
         args += ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
                  "--new-session", "--cap-drop", "ALL", "--clearenv"]
         if self.config.network:

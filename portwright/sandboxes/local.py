@@ -7,7 +7,9 @@ background processes of the group end with it); stdout and stderr are read toget
 explicit allow-list (``PATH``, ``HOME``, ``LANG`` and what config and the caller pass);
 file size and core dumps are limited by rlimits. What it does not keep: a process
 that leaves the group with ``setsid`` survives a timeout, and the command sees the
-network, the whole file system and the user's rights.
+network, the whole file system and the user's rights — the evidence key too
+(:mod:`portwright.runs.keys`), so code run here could sign forged evidence: use it only
+for code you trust.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ inside the sandbox needs the main repository's ``.git`` at the same absolute pat
 and the pointer must not be rewritable from inside (``gitdir: /tmp/evil``). So the
 main ``.git`` is mounted read-only, and the pointer file (or a plain repository's
 ``.git`` folder) is bound read-only over itself.
+
+Some host folders must stay out of reach even where the host root is visible (bubblewrap
+binds ``/`` read-only): :func:`masked_dirs` names them, the folder of the evidence key
+that signs evidence records first of all.
 """
 
 from __future__ import annotations
@@ -61,3 +65,12 @@ def sandbox_mounts(worktree: Path, upstream: Path | None = None) -> list[Mount]:
             seen.add(mount.path)
             unique.append(mount)
     return sorted(unique, key=lambda m: len(m.path.parts))
+
+
+def masked_dirs() -> list[Path]:
+    """Host folders a sandbox that shows the host root must cover with an empty tmpfs: the
+    evidence key's folder (:mod:`portwright.runs.keys`), when it exists."""
+    from portwright.runs.keys import evidence_key_path
+
+    folder = evidence_key_path().parent
+    return [folder.resolve()] if folder.is_dir() else []

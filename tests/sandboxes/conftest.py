@@ -85,3 +85,14 @@ def isolating_sandbox(backend: str, run_id: str) -> Iterator[BwrapSandbox | Dock
                                     log_dir=base / "logs", upstream=main)
         with sandbox as sb:
             yield sb
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_evidence_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Sandboxes mask the evidence key's folder (and bubblewrap creates it): point it at a
+    folder of the test session, never the real home. Session-wide, so that module-scoped
+    sandboxes see it too."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = tmp_path_factory.mktemp("evidence-key") / "key" / "evidence.key"
+        patch.setenv("PORTWRIGHT_EVIDENCE_KEY", str(path))
+        yield path
