@@ -16,7 +16,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Self, cast
 from urllib.parse import urlsplit
 
 import openai
@@ -81,6 +81,12 @@ class OpenAIClient:
             timeout=timeout,
             max_retries=max_retries,
         )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @classmethod
     def from_config(

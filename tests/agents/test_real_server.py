@@ -13,6 +13,7 @@ every call counted and the transcript complete.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,23 +37,26 @@ pytestmark = [
 ]
 
 
-def client() -> OpenAIClient:
-    return OpenAIClient(model=NAME, base_url=URL, timeout=300, max_retries=1)
+@pytest.fixture
+def client() -> Iterator[OpenAIClient]:
+    with OpenAIClient(model=NAME, base_url=URL, timeout=300, max_retries=1) as model:
+        yield model
 
 
-def test_a_plain_request_counts_usage() -> None:
-    done = client().complete(CompletionRequest(messages=[
+def test_a_plain_request_counts_usage(client: OpenAIClient) -> None:
+    done = client.complete(CompletionRequest(messages=[
         Message(role="user", content="Reply with the single word: ok")]))
     assert done.message.content or done.message.tool_calls
     assert done.usage.prompt_tokens > 0
     assert done.usage.completion_tokens > 0
 
 
-def test_gap_verifier_ends_in_a_defined_status(pair: dict[str, Any], tmp_path: Path) -> None:
+def test_gap_verifier_ends_in_a_defined_status(client: OpenAIClient, pair: dict[str, Any],
+                                               tmp_path: Path) -> None:
     context = gap_verifier.sample().model_copy(update={"pin": pair["pin"], "excerpts": []})
     path = tmp_path / "transcript.jsonl"
     budget = RunBudget(ModelBudget(calls=4, tokens=0, cost_usd=0, wall_seconds=0))
-    outcome = gap_verifier.ROLE.run(context, client=client(), workspace=pair["workspace"],
+    outcome = gap_verifier.ROLE.run(context, client=client, workspace=pair["workspace"],
                                     budget=budget.for_role("gap_verifier"),
                                     transcript=Transcript(path), max_steps=4)
     assert outcome.status in set(Status)
