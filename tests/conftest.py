@@ -75,6 +75,16 @@ def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PORTWRIGHT_REFUSE_REAL_MODELS", "1")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _evidence_key_outside_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every test (and every portwright process it starts) signs evidence with a throwaway
+    key, never the machine's own in the real home folder."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = tmp_path_factory.mktemp("evidence-key") / "key" / "evidence.key"
+        patch.setenv("PORTWRIGHT_EVIDENCE_KEY", str(path))
+        yield path
+
+
 def docker_engine_running() -> bool:
     from portwright.sandboxes.selection import docker_status
 

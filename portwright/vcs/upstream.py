@@ -6,10 +6,9 @@ import logging
 import re
 from pathlib import Path
 
-import git
-
 from portwright.config import PortwrightConfig
 from portwright.errors import RepositoryError
+from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
@@ -36,14 +35,15 @@ def upstream_path(repo: Path, config: PortwrightConfig, *, fetch: bool = False) 
         return path
     clone = repo / config.state_dir / "upstream"
     try:
-        if not (clone / ".git").exists() and not (clone / "HEAD").exists():
+        if not (clone / ".git").exists():
             logger.info("cloning upstream %s into %s", source, clone)
-            git.Repo.clone_from(source, clone, no_checkout=False)
+            clone.parent.mkdir(parents=True, exist_ok=True)
+            plumbing.git(clone.parent, "clone", "--quiet", source, clone.name)
         elif fetch:
-            git.Repo(clone).remotes.origin.fetch()
-    except git.GitCommandError as exc:
+            plumbing.git(clone, "fetch", "--quiet", "origin")
+    except RepositoryError as exc:
         raise RepositoryError(
-            f"could not clone or fetch the upstream repository: {exc.stderr.strip()}",
+            f"could not clone or fetch the upstream repository: {exc.message}",
             file=source, key="upstream.source",
             fix="check the URL and your access to it, or point upstream.source at a local clone",
         ) from exc
