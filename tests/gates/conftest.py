@@ -1,10 +1,12 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from portwright.runs import RunStore
+from portwright.sandboxes import LocalSandbox
 from tests.conftest import GitRepo
 from tests.parity.world import World, make_world
 
@@ -20,3 +22,16 @@ def evidence_key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "evidence-key" / "evidence.key"
     monkeypatch.setenv("PORTWRIGHT_EVIDENCE_KEY", str(path))
     return path
+
+
+@pytest.fixture
+def sandbox(world: World, tmp_path: Path) -> Iterator[LocalSandbox]:
+    """A local sandbox on the test world's downstream repo."""
+    with LocalSandbox(world.repo, log_dir=tmp_path / "sandbox-logs") as box:
+        yield box
+
+
+@pytest.fixture
+def store(world: World) -> RunStore:
+    """The run store of run ``run-1`` in the world's repo."""
+    return RunStore.for_repo(world.repo, world.config(), "run-1")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,17 +28,6 @@ PYTEST = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q -rA -p
 FOCUSED = f"{PYTEST} tests/test_kv.py --junitxml=build/junit.xml"
 IGNORE = ".portwright/\nbuild/\n__pycache__/\n"
 IDS = ["tests.test_kv::test_alloc", "tests.test_kv::test_alloc_empty"]
-
-
-@pytest.fixture
-def sandbox(world: World, tmp_path: Path) -> Iterator[LocalSandbox]:
-    with LocalSandbox(world.repo, log_dir=tmp_path / "sandbox-logs") as box:
-        yield box
-
-
-@pytest.fixture
-def store(world: World) -> RunStore:
-    return RunStore.for_repo(world.repo, world.config(), "run-1")
 
 
 def _focused(world: World, sandbox: LocalSandbox, store: RunStore, kind: EvidenceKind) -> None:

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from portwright.gates import run_command
 from portwright.gates.checks import check_red_green
 from portwright.runs import EvidenceKind, EvidenceRecord, RunStore
 from portwright.runs.keys import evidence_key
 from portwright.sandboxes import LocalSandbox
-from tests.gates.test_runner import FOCUSED, IDS, IGNORE, KV, KV_TEST, TESTS
+from tests.gates.test_runner import IDS, IGNORE, KV, KV_TEST, TESTS, _focused
 from tests.parity.world import World
 
 FAILING_JUNIT = (
@@ -23,22 +19,6 @@ FAILING_JUNIT = (
     + "".join(f'<testcase classname="tests.test_kv" name="{i.split("::")[1]}">'
               '<failure message="assert"/></testcase>' for i in IDS)
     + "</testsuite></testsuites>\n")
-
-
-@pytest.fixture
-def sandbox(world: World, tmp_path: Path) -> Iterator[LocalSandbox]:
-    with LocalSandbox(world.repo, log_dir=tmp_path / "sandbox-logs") as box:
-        yield box
-
-
-@pytest.fixture
-def store(world: World) -> RunStore:
-    return RunStore.for_repo(world.repo, world.config(), "run-1")
-
-
-def _focused(world: World, sandbox: LocalSandbox, store: RunStore, kind: EvidenceKind) -> None:
-    run_command(sandbox, FOCUSED, repo=world.repo, name="focused", kind=kind,
-                junit="build/junit.xml", store=store)
 
 
 def _passing_red(world: World, sandbox: LocalSandbox, store: RunStore) -> Path:
