@@ -1,14 +1,18 @@
 """Build the bundled example: ``tinystats`` (JavaScript upstream) and ``pystats``
 (its Python port) as two real git repositories.
 
-Each folder under ``upstream/`` and ``downstream/`` is one commit, applied in name
-order: its files are copied over the tree, ``message.txt`` is the commit message.
-``@PIN@`` in downstream files becomes the sha of the upstream commit the port
-matches (the third: docs about rounding). After the pin, upstream adds
-``movingAverage`` (never ported), ``percentile`` (already ported downstream under
-its snake_case name) and a README change (docs only). The recorded model
-transcripts (``demo-*.cassette.jsonl``, see ``record_cassettes.py``) are copied to
-the downstream's git-ignored ``.portwright/demo/``.
+Each repository's history is kept as ``git format-patch`` files under ``upstream/``
+and ``downstream/``, applied in name order with ``git am`` and fixed dates, so every
+build has the same shas. ``@PIN@`` in the downstream patches becomes the sha of the
+upstream commit the port matches (the third: docs about rounding). After the pin,
+upstream adds ``movingAverage`` (never ported), ``percentile`` (already ported
+downstream under its snake_case name) and a README change (docs only). The recorded
+model transcripts (``demo-*.cassette.jsonl``, see ``record_cassettes.py``) are copied
+to the downstream's git-ignored ``.portwright/demo/``.
+
+To change the example: build it, commit in the built repository, export its history
+again (``git format-patch --root --zero-commit --no-signature -o examples/tinystats/
+downstream HEAD``, with ``@PIN@`` put back for the pin) and re-record the cassettes.
 
     python examples/tinystats/build.py DEST
 """
@@ -23,13 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PIN_STEP = "03-docs-rounding"
-_ENV = {
-    "GIT_AUTHOR_NAME": "tinystats maintainers",
-    "GIT_AUTHOR_EMAIL": "maintainers@tinystats.invalid",
-    "GIT_COMMITTER_NAME": "tinystats maintainers",
-    "GIT_COMMITTER_EMAIL": "maintainers@tinystats.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1",
+PIN_PATCH = "0003-Docs-explain-how-results-are-rounded.patch"
+IDENTITIES = {
+    "tinystats": ("tinystats maintainers", "maintainers@tinystats.invalid"),
+    "pystats": ("pystats maintainers", "maintainers@pystats.invalid"),
 }
 
 
@@ -42,32 +43,27 @@ class Example:
     pin: str
 
 
-def _git(repo: Path, *args: str, when: int = 0) -> str:
-    stamp = f"{1767225600 + when * 86400} +0000"  # fixed dates: the same shas on every build
-    env = {**os.environ, **_ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-    done = subprocess.run(["git", *args], cwd=repo, env=env, check=True,
+def _git(repo: Path, *args: str, who: str, stdin: str | None = None) -> str:
+    name, email = IDENTITIES[who]
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_COMMITTER_NAME": name,
+           "GIT_COMMITTER_EMAIL": email, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email}
+    done = subprocess.run(["git", *args], cwd=repo, env=env, check=True, input=stdin,
                           capture_output=True, text=True)
     return done.stdout.strip()
 
 
-def _replay(steps: Path, repo: Path, substitutions: dict[str, str], day: int) -> dict[str, str]:
+def _replay(patches: Path, repo: Path, substitutions: dict[str, str]) -> dict[str, str]:
+    """A new repository at ``repo`` with every patch of ``patches`` applied as a commit."""
     repo.mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
+    who = repo.name
+    _git(repo, "init", "-q", "-b", "main", who=who)
     shas: dict[str, str] = {}
-    for number, step in enumerate(sorted(p for p in steps.iterdir() if p.is_dir())):
-        for source in sorted(step.rglob("*")):
-            if source.is_dir() or source.name == "message.txt":
-                continue
-            target = repo / source.relative_to(step)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            text = source.read_text(encoding="utf-8")
-            for key, value in substitutions.items():
-                text = text.replace(key, value)
-            target.write_text(text, encoding="utf-8")
-        _git(repo, "add", "-A")
-        message = (step / "message.txt").read_text(encoding="utf-8").strip()
-        _git(repo, "commit", "-q", "-m", message, when=day + number)
-        shas[step.name] = _git(repo, "rev-parse", "HEAD")
+    for patch in sorted(patches.glob("*.patch")):
+        text = patch.read_text(encoding="utf-8")
+        for key, value in substitutions.items():
+            text = text.replace(key, value)
+        _git(repo, "am", "-q", "--committer-date-is-author-date", who=who, stdin=text)
+        shas[patch.name] = _git(repo, "rev-parse", "HEAD", who=who)
     return shas
 
 
@@ -77,9 +73,8 @@ def build(dest: Path) -> Example:
     for path in (upstream, downstream):
         if path.exists():
             raise FileExistsError(f"{path} exists; choose an empty destination")
-    shas = _replay(HERE / "upstream", upstream, {}, day=0)
-    pin = shas[PIN_STEP]
-    _replay(HERE / "downstream", downstream, {"@PIN@": pin}, day=2)
+    pin = _replay(HERE / "upstream", upstream, {})[PIN_PATCH]
+    _replay(HERE / "downstream", downstream, {"@PIN@": pin})
     cassettes = downstream / ".portwright" / "demo"  # git-ignored: not part of the port
     cassettes.mkdir(parents=True)
     for cassette in sorted(HERE.glob("demo-*.cassette.jsonl")):

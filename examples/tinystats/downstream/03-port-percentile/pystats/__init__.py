@@ -1,5 +1,0 @@
-"""pystats: a Python port of the tinystats JavaScript library."""
-
-from pystats.stats import clamp, mean, median, percentile
-
-__all__ = ["clamp", "mean", "median", "percentile"]
