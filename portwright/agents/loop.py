@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from portwright.agents.budget import RoleBudget, Spent
 from portwright.agents.llm import (
+    Completion,
     CompletionRequest,
     LLMClient,
     Message,
@@ -151,6 +152,24 @@ class _Turn(Generic[R]):
                             invalid_replies=self.invalid, tool_errors=self.tool_errors,
                             error=error)
 
+    def call(self, request: CompletionRequest) -> Completion | AgentOutcome[R]:
+        """One model call within the budget, charged (failed calls too) and added to the
+        conversation; an outcome when the budget is spent or the endpoint failed."""
+        try:
+            self.budget.check()
+        except BudgetExhausted as exc:
+            return self.outcome(Status.BUDGET_EXHAUSTED, str(exc), error=exc)
+        try:
+            completion = self.client.complete(request)
+        except CassetteMismatch:
+            raise
+        except ModelError as exc:
+            self.charge(Usage(), failed=True)
+            return self.outcome(Status.MODEL_ERROR, str(exc), error=exc)
+        self.charge(completion.usage, failed=False)
+        self.add(completion.message)
+        return completion
+
     def charge(self, usage: Usage, failed: bool) -> None:
         cost = self.budget.charge(self.client.model, usage, failed=failed)
         self.spent.usage = self.spent.usage + usage
@@ -205,21 +224,10 @@ class _Turn(Generic[R]):
 
     def step(self) -> AgentOutcome[R] | None:
         """One model call and its tool calls; an outcome when the turn ends."""
-        try:
-            self.budget.check()
-        except BudgetExhausted as exc:
-            return self.outcome(Status.BUDGET_EXHAUSTED, str(exc), error=exc)
-        request = CompletionRequest(messages=self.conversation, tools=self.specs)
-        try:
-            completion = self.client.complete(request)
-        except CassetteMismatch:
-            raise
-        except ModelError as exc:
-            self.charge(Usage(), failed=True)
-            return self.outcome(Status.MODEL_ERROR, str(exc), error=exc)
-        self.charge(completion.usage, failed=False)
+        completion = self.call(CompletionRequest(messages=self.conversation, tools=self.specs))
+        if isinstance(completion, AgentOutcome):
+            return completion
         message = completion.message
-        self.add(message)
         if not message.tool_calls:
             try:
                 result = self.parse_result(message.content or "")
@@ -333,20 +341,10 @@ def ask_structured(
         turn.steps += 1
         started = time.monotonic()
         try:
-            try:
-                budget.check()
-            except BudgetExhausted as exc:
-                return turn.outcome(Status.BUDGET_EXHAUSTED, str(exc), error=exc)
-            request = CompletionRequest(messages=turn.conversation, response_format=schema)
-            try:
-                completion = client.complete(request)
-            except CassetteMismatch:
-                raise
-            except ModelError as exc:
-                turn.charge(Usage(), failed=True)
-                return turn.outcome(Status.MODEL_ERROR, str(exc), error=exc)
-            turn.charge(completion.usage, failed=False)
-            turn.add(completion.message)
+            completion = turn.call(CompletionRequest(messages=turn.conversation,
+                                                     response_format=schema))
+            if isinstance(completion, AgentOutcome):
+                return completion
             try:
                 result = turn.parse_result(completion.message.content or "")
             except InvalidToolCall as exc:
