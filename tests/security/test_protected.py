@@ -1,0 +1,44 @@
+"""Protected paths: what the tools and the protected-paths gate refuse to let change."""
+
+from __future__ import annotations
+
+import pytest
+
+from portwright.protected import is_protected, protected_change
+
+
+@pytest.mark.parametrize("path", [
+    "portwright.toml", "AGENTS.md", "src/AGENTS.md", "conftest.py", "tests/conftest.py",
+    "pytest.ini", "tox.ini", "sitecustomize.py", "lib/usercustomize.py", "site/evil.pth",
+    ".gitmodules",
+])
+def test_whole_files_are_protected(path: str) -> None:
+    assert is_protected(path)
+    assert protected_change(path, b"a", b"b") is not None
+    assert protected_change(path, None, b"b") is not None
+    assert protected_change(path, b"a", None) is not None
+    assert protected_change(path, b"same", b"same") is None
+
+
+@pytest.mark.parametrize("path", ["src/mod.py", "tests/test_mod.py", "README.md", "setup.py"])
+def test_ordinary_files_are_not(path: str) -> None:
+    assert not is_protected(path)
+    assert protected_change(path, b"a", b"b") is None
+
+
+def test_pyproject_pytest_section_only() -> None:
+    before = b'[project]\nname = "x"\n[tool.pytest.ini_options]\naddopts = "-q"\n'
+    deps = before.replace(b'name = "x"', b'name = "x"\ndependencies = ["numpy"]')
+    assert protected_change("pyproject.toml", before, deps) is None
+    hooked = before.replace(b'"-q"', b'"-q -p evil"')
+    assert "pytest" in (protected_change("pyproject.toml", before, hooked) or "")
+    added = b'[project]\nname = "x"\n'
+    assert protected_change("pyproject.toml", added, added + b"[tool.pytest.ini_options]\n"
+                            b'addopts = "-p evil"\n') is not None
+    assert protected_change("sub/pyproject.toml", before, hooked) is None
+
+
+def test_setup_cfg_pytest_section_only() -> None:
+    before = b"[metadata]\nname = x\n[tool:pytest]\naddopts = -q\n"
+    assert protected_change("setup.cfg", before, before.replace(b"name = x", b"name = y")) is None
+    assert protected_change("setup.cfg", before, before.replace(b"-q", b"-p evil")) is not None
