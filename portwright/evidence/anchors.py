@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import git
 from pydantic import BaseModel, ConfigDict
 
 from portwright.errors import ParityFileError, RevisionError
+from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
@@ -203,8 +204,7 @@ class BlobReader:
         if not todo:
             return
         request = "".join(f"{sha}:{path}\n" for sha, path in todo).encode()
-        done = subprocess.run(["git", "cat-file", "--batch"], input=request, check=False,
-                              cwd=self.repo.git_dir, capture_output=True)
+        done = plumbing.run(Path(self.repo.git_dir), "cat-file", "--batch", stdin=request)
         data, pos = done.stdout, 0
         for key in todo:
             end = data.find(b"\n", pos)

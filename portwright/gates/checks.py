@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +39,7 @@ from portwright.parity.spec import Spec, load_spec, load_specs, spec_problems
 from portwright.rules import BuiltinCheck, Rules
 from portwright.runs.models import EvidenceKind, EvidenceRecord
 from portwright.runs.store import RunStore
+from portwright.vcs import plumbing
 
 if TYPE_CHECKING:
     import git
@@ -240,8 +240,7 @@ def check_reconciled(repo: Path, config: PortwrightConfig, *, base: str | None =
 # ------------------------------------------------------------------------- red-green
 
 def _commit_exists(repo: Path, sha: str) -> bool:
-    return subprocess.run(["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=repo,
-                          capture_output=True, check=False).returncode == 0
+    return plumbing.run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
 
 
 def _observed_ids(store: RunStore, record: EvidenceRecord) -> tuple[list[str], list[str]]:
@@ -314,9 +313,7 @@ def check_red_green(repo: Path, store: RunStore | None, *,
                             if only_red else "",
                             f"passing in green but never seen failing: {', '.join(only_green)}"
                             if only_green else "") if p))
-    ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", red.commit, green.commit],
-                              cwd=repo, capture_output=True, check=False).returncode == 0
-    if not ancestor:
+    if not plumbing.is_ancestor(repo, red.commit, green.commit):
         messages.append(f"red commit {red.commit[:12]} is not an ancestor of green commit "
                         f"{green.commit[:12]}")
         return result(name, messages, check=name)

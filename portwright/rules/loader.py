@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -35,37 +34,61 @@ from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
 from portwright.config import locate_key
-from portwright.errors import RulesError
+from portwright.errors import RepositoryError, RulesError
 from portwright.rules.models import BuiltinCheck, GatesBlock, Phase, Rules, RulesFile
+from portwright.vcs import plumbing
 
 RULES_NAME = "AGENTS.md"
 BLOCK_WORD = "portwright"
 _SKIP_DIRS = {".git", ".venv", "node_modules", ".portwright", "__pycache__"}
 
 
-def load_rules(repo: Path) -> Rules:
-    """Every AGENTS.md under ``repo``, root first. A repo without a root file is an error."""
+def load_rules(repo: Path, *, at: str | None = None) -> Rules:
+    """Every AGENTS.md under ``repo``, root first. A repo without a root file is an error.
+
+    ``at`` reads them from that commit instead of the working files: a run obeys the rules
+    of the commit it started at, never files a sandboxed command could have rewritten (or
+    replaced by a link)."""
+    if at is not None:
+        return _load_rules_at(repo, at)
     paths = _find_rules_files(repo)
     if RULES_NAME not in paths:
-        raise RulesError(
-            "no AGENTS.md at the repository root",
-            file=repo / RULES_NAME,
-            fix="run `portwright init` to write one with a gates block, or create it by hand",
-        )
+        raise _no_root_rules(repo)
     files = [parse_rules_file(repo / rel, rel) for rel in paths]
     return Rules(files=files)
+
+
+def _no_root_rules(repo: Path, at: str | None = None) -> RulesError:
+    where = f" at commit {at[:12]}" if at else ""
+    fix = "run `portwright init` to write one with a gates block, or create it by hand"
+    return RulesError(f"no AGENTS.md at the repository root{where}", file=repo / RULES_NAME,
+                      fix=fix + (" and commit it" if at else ""))
+
+
+def _load_rules_at(repo: Path, at: str) -> Rules:
+    entries = plumbing.tree_entries(repo, at)
+    paths = {path: (sha, mode) for mode, sha, path in entries
+             if path == RULES_NAME or path.endswith("/" + RULES_NAME)}
+    if RULES_NAME not in paths:
+        raise _no_root_rules(repo, at)
+    links = sorted(p for p, (_, mode) in paths.items() if mode == "120000")
+    if links:
+        raise RulesError("AGENTS.md is a symbolic link; rules must be a file of their own",
+                         file=repo / links[0], fix="replace the link by the rules file itself")
+    blobs = plumbing.cat_blobs(repo, [sha for sha, _ in paths.values()])
+    ordered = sorted(paths, key=lambda p: (p.count("/"), p))
+    return Rules(files=[parse_rules_bytes(blobs.get(paths[rel][0], b""), repo / rel, rel)
+                        for rel in ordered])
 
 
 def _find_rules_files(repo: Path) -> list[str]:
     found: list[str] = []
     try:
-        out = subprocess.run(
-            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            cwd=repo, capture_output=True, check=True,
-        ).stdout.decode()
+        out = plumbing.git(repo, "ls-files", "--cached", "--others", "--exclude-standard",
+                           "-z").decode("utf-8", "surrogateescape")
         found = [p for p in out.split("\0") if p == RULES_NAME or p.endswith("/" + RULES_NAME)]
         found = [p for p in found if (repo / p).is_file()]
-    except (subprocess.CalledProcessError, FileNotFoundError):
+    except RepositoryError:
         for path in repo.rglob(RULES_NAME):
             rel = path.relative_to(repo)
             if not _SKIP_DIRS.intersection(rel.parts):
@@ -74,7 +97,11 @@ def _find_rules_files(repo: Path) -> list[str]:
 
 
 def parse_rules_file(path: Path, rel: str) -> RulesFile:
-    raw = path.read_bytes()
+    return parse_rules_bytes(path.read_bytes(), path, rel)
+
+
+def parse_rules_bytes(raw: bytes, path: Path, rel: str) -> RulesFile:
+    """One AGENTS.md from its bytes; ``path`` names it in errors."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

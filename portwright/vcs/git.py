@@ -7,6 +7,7 @@ from pathlib import Path
 import git
 
 from portwright.errors import RepositoryError, RevisionError
+from portwright.vcs.plumbing import hardened_env
 
 
 def open_repo(path: Path, *, what: str = "repository") -> git.Repo:
@@ -15,10 +16,12 @@ def open_repo(path: Path, *, what: str = "repository") -> git.Repo:
         raise RepositoryError(f"{what} does not exist", file=path,
                               fix="check the path (upstream.source in portwright.toml?)")
     try:
-        return git.Repo(path)
+        repo = git.Repo(path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise RepositoryError(f"{what} is not a git repository", file=path,
                               fix=f"run `git init` in {path} or point at a git checkout") from exc
+    repo.git.update_environment(**hardened_env({}))
+    return repo
 
 
 def resolve(repo: git.Repo, rev: str) -> str:

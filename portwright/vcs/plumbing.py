@@ -8,25 +8,56 @@ import logging
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from portwright.errors import RepositoryError, RevisionError
 
 logger = logging.getLogger(__name__)
 
-_ENV_OVERRIDES = {"GIT_PAGER": "cat", "LC_ALL": "C"}
+HARDENED_CONFIG: dict[str, str] = {
+    "core.hooksPath": "/dev/null",
+    "core.fsmonitor": "false",
+    "core.untrackedCache": "false",
+    "submodule.recurse": "false",
+    "diff.ignoreSubmodules": "all",
+    "status.submoduleSummary": "false",
+    "protocol.ext.allow": "never",
+}
+"""Configuration every host-side git command runs with. A worktree that sandboxed code
+touched may hold a submodule whose ``.git`` pointer leads to a gitdir that code wrote, with
+hooks and a ``core.fsmonitor`` command of its own: git on the host must never run them, nor
+descend into submodules at all."""
+
+
+def hardened_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a host-side git command: ``base`` (default: this process's) with
+    :data:`HARDENED_CONFIG` passed as ``GIT_CONFIG_*`` variables (they outrank every
+    configuration file), no pager, and the C locale."""
+    env = dict(os.environ if base is None else base)
+    count = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+    for offset, (key, value) in enumerate(HARDENED_CONFIG.items()):
+        env[f"GIT_CONFIG_KEY_{count + offset}"] = key
+        env[f"GIT_CONFIG_VALUE_{count + offset}"] = value
+    env["GIT_CONFIG_COUNT"] = str(count + len(HARDENED_CONFIG))
+    env.update({"GIT_PAGER": "cat", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})
+    return env
+
+
+def run(repo: Path, *args: str, stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """``git -C repo args…`` with the :func:`hardened_env`, whatever its exit code."""
+    try:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                              input=stdin, env=hardened_env(env), check=False)
+    except OSError as exc:
+        raise RepositoryError("git could not be run", file=repo,
+                              fix="install git and put it on PATH") from exc
 
 
 def git(repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
     """Run ``git -C repo args…`` and return its stdout; errors become RepositoryError."""
-    env = {**os.environ, **_ENV_OVERRIDES}
-    try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env=env,
-                              check=False)
-    except OSError as exc:
-        raise RepositoryError("git could not be run", file=repo,
-                              fix="install git and put it on PATH") from exc
+    done = run(repo, *args)
     if done.returncode not in ok_codes:
         message = done.stderr.decode("utf-8", "replace").strip()
         command = " ".join(args)
@@ -39,7 +70,7 @@ def git(repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
 
 def git_lines(repo: Path, *args: str) -> Iterator[bytes]:
     """Stream the stdout lines of a long git command (``log -p`` over a whole history)."""
-    env = {**os.environ, **_ENV_OVERRIDES}
+    env = hardened_env()
     with tempfile.TemporaryFile() as errors, subprocess.Popen(
             ["git", "-C", str(repo), *args], stdout=subprocess.PIPE, stderr=errors,
             env=env) as proc:
@@ -78,9 +109,7 @@ def rev_parse(repo: Path, rev: str) -> str:
 
 def is_ancestor(repo: Path, older: str, newer: str) -> bool:
     """True when ``older`` is an ancestor of (or equal to) ``newer``."""
-    done = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", older, newer],
-                          capture_output=True, check=False)
-    return done.returncode == 0
+    return run(repo, "merge-base", "--is-ancestor", older, newer).returncode == 0
 
 
 def show(repo: Path, rev: str, path: str) -> bytes | None:
@@ -91,27 +120,32 @@ def show(repo: Path, rev: str, path: str) -> bytes | None:
         return None
 
 
-def ls_tree(repo: Path, rev: str) -> list[tuple[str, str]]:
-    """``(blob sha, path)`` of every file in the tree of ``rev``."""
+def tree_entries(repo: Path, rev: str) -> list[tuple[str, str, str]]:
+    """``(mode, blob sha, path)`` of every file in the tree of ``rev`` (mode ``120000`` is a
+    symbolic link, ``100755`` an executable)."""
     out = git(repo, "ls-tree", "-r", "-z", "--full-tree", rev)
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str, str]] = []
     for entry in out.split(b"\0"):
         if not entry:
             continue
         meta, _, path = entry.partition(b"\t")
         parts = meta.split()
         if len(parts) == 3 and parts[1] == b"blob":
-            rows.append((parts[2].decode(), path.decode("utf-8", "surrogateescape")))
+            rows.append((parts[0].decode(), parts[2].decode(),
+                         path.decode("utf-8", "surrogateescape")))
     return rows
+
+
+def ls_tree(repo: Path, rev: str) -> list[tuple[str, str]]:
+    """``(blob sha, path)`` of every file in the tree of ``rev``."""
+    return [(sha, path) for _, sha, path in tree_entries(repo, rev)]
 
 
 def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
     """Contents of many blobs in one ``git cat-file --batch`` call."""
     if not shas:
         return {}
-    done = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"],
-                          input=b"".join(s.encode() + b"\n" for s in shas),
-                          capture_output=True, check=False)
+    done = run(repo, "cat-file", "--batch", stdin=b"".join(s.encode() + b"\n" for s in shas))
     if done.returncode != 0:
         raise RepositoryError("git cat-file failed", file=repo,
                               fix="check the repository is not corrupt (`git fsck`)")

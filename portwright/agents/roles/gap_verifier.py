@@ -22,6 +22,7 @@ from portwright.agents.tools import Workspace
 from portwright.errors import ConfinementError
 from portwright.evidence.gap import RowEvidence
 from portwright.evidence.names import variants
+from portwright.vcs.git import open_repo
 
 
 class GapContext(RoleContext):
@@ -116,7 +117,7 @@ def _check_downstream(ref: str, spellings: set[str], workspace: Workspace) -> st
 
 def _commit_names(ref: str, spellings: set[str], repo_path: Path) -> bool:
     """Whether one of the commits ``ref`` names, in ``repo_path``, changes a spelling."""
-    repo = git.Repo(repo_path)
+    repo = open_repo(repo_path)
     for sha in _SHA.findall(ref):
         try:
             patch = str(repo.git.show("--format=%B", "--no-color", sha)).lower()
