@@ -242,8 +242,11 @@ class PortwrightConfig(_Model):
     """Human-in-the-loop policy."""
     bounds: BoundsConfig = Field(default_factory=BoundsConfig)
     """Loop bounds."""
-    state_dir: str = ".portwright"
-    """Folder (in the downstream repo, git-ignored) for state, runs and caches."""
+    state_dir: str | None = None
+    """Folder for run state, caches and the upstream clone, shared by projects (each gets
+    ``projects/<name>-<hash>`` in it). An absolute path outside every repository: sandboxed
+    commands can write the repository. Unset: ``$XDG_STATE_HOME/portwright`` or
+    ``~/.local/state/portwright``; ``PORTWRIGHT_STATE_DIR`` sets it too."""
 
 
 def load_config(
@@ -251,15 +254,29 @@ def load_config(
 ) -> PortwrightConfig:
     """Read ``portwright.toml`` from ``repo`` with environment overrides applied."""
     path = file or repo / CONFIG_FILE
-    if not path.is_file():
+    if path.is_symlink() or not path.is_file():
         raise ConfigError(
+            "portwright.toml is a symbolic link" if path.is_symlink() else
             "no portwright.toml here",
             file=path,
-            fix="run `portwright init` in the downstream repository, or pass --repo",
+            fix="replace the link by the file itself" if path.is_symlink() else
+            "run `portwright init` in the downstream repository, or pass --repo",
         )
-    text = path.read_text(encoding="utf-8")
+    return parse_config(path.read_bytes(), path, environ=environ)
+
+
+def parse_config(
+    data: bytes, path: Path, *, environ: Mapping[str, str] | None = None
+) -> PortwrightConfig:
+    """``portwright.toml``'s bytes (``path`` names the file in errors) with environment
+    overrides applied."""
     try:
-        data: dict[str, Any] = tomllib.loads(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError("not UTF-8 text", file=path, line=data[: exc.start].count(b"\n") + 1,
+                          fix="save the file as UTF-8") from exc
+    try:
+        parsed: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None) or _line_from_message(str(exc))
         raise ConfigError(
@@ -268,9 +285,9 @@ def load_config(
             line=line,
             fix="fix the TOML syntax at that line (strings need quotes, tables [brackets])",
         ) from exc
-    env_sources = _apply_env(data, os.environ if environ is None else environ)
+    env_sources = _apply_env(parsed, os.environ if environ is None else environ)
     try:
-        return PortwrightConfig.model_validate(data)
+        return PortwrightConfig.model_validate(parsed)
     except ValidationError as exc:
         raise _config_error(exc, path, text, env_sources) from exc
 

@@ -16,9 +16,9 @@ from typing import Literal
 
 from portwright.config import PortwrightConfig, SandboxBackend, load_config
 from portwright.errors import PortwrightError
+from portwright.project import Project
 from portwright.rules import load_rules
 from portwright.vcs.git import open_repo, resolve
-from portwright.vcs.upstream import upstream_path
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -79,7 +79,7 @@ def _rules(repo: Path, config: PortwrightConfig) -> Check:
 
 
 def _upstream(repo: Path, config: PortwrightConfig) -> Check:
-    path = upstream_path(repo, config)
+    path = Project(repo, config).upstream()
     open_repo(path, what="the upstream checkout")
     return Check("upstream", "ok", f"{config.upstream.name} at {path}")
 
@@ -88,7 +88,7 @@ def _pin(repo: Path, config: PortwrightConfig) -> Check:
     from portwright.parity.pin import read_pin
 
     pin = read_pin(repo, config)
-    upstream = open_repo(upstream_path(repo, config), what="the upstream checkout")
+    upstream = Project(repo, config).upstream_repo()
     sha = resolve(upstream, pin)
     return Check("pin", "ok", f"{config.pin.file}: {pin} → {sha[:12]} resolves upstream")
 

@@ -76,6 +76,16 @@ def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _state_outside_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Run state of every test (and every portwright process it starts) goes to a
+    throwaway folder, never the real home's."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = tmp_path_factory.mktemp("state")
+        patch.setenv("PORTWRIGHT_STATE_DIR", str(path))
+        yield path
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _evidence_key_outside_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Every test (and every portwright process it starts) signs evidence with a throwaway
     key, never the machine's own in the real home folder."""

@@ -22,11 +22,6 @@ from typing import Any
 TRANSCRIPT_NAME = "transcript.jsonl"
 
 
-def transcript_path(repo: Path, state_dir: str, run_id: str) -> Path:
-    """``<repo>/<state_dir>/runs/<run_id>/transcript.jsonl``."""
-    return repo / state_dir / "runs" / run_id / TRANSCRIPT_NAME
-
-
 class Transcript:
     """Appends events to a JSONL file (or only keeps them in memory when ``path`` is None)."""
 

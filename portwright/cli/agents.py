@@ -12,7 +12,7 @@ import typer
 from rich.rule import Rule
 from rich.table import Table
 
-from portwright.cli.common import config, console, emit_json, repo_path
+from portwright.cli.common import config, console, emit_json, project, repo_path
 
 agent_app = typer.Typer(help="Run one agent role on its own.", no_args_is_help=True)
 model_app = typer.Typer(help="The model endpoint the agents talk to.", no_args_is_help=True)
@@ -144,17 +144,16 @@ def verify_gap(
     from portwright.agents.models import build_client
     from portwright.agents.roles.gap_verifier import ROLE, context_from_evidence
     from portwright.agents.tools import EvidenceSources, Workspace
-    from portwright.agents.transcript import Transcript, transcript_path
+    from portwright.agents.transcript import TRANSCRIPT_NAME, Transcript
     from portwright.evidence.gap import row_evidence, upstream_repo
     from portwright.parity.pin import read_pin
-    from portwright.rules import load_rules
-    from portwright.runs import RunStore
     from portwright.vcs.git import head_sha, open_repo
 
-    repo, cfg = repo_path(), config()
-    upstream = upstream_repo(repo, cfg)
+    proj = project(committed=True)
+    repo, cfg = proj.root, proj.config
+    upstream = upstream_repo(proj)
     pin = read_pin(repo, cfg)
-    rules = load_rules(repo)
+    rules = proj.rules()
     found = row_evidence(upstream, repo, symbol, pin, cfg)
     context = context_from_evidence(
         found, open_repo(upstream, what="upstream checkout"),
@@ -162,8 +161,9 @@ def verify_gap(
     client = build_client(cfg.model, repo, record=record, replay=replay)
     run_id = run_id or (f"verify-gap-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-"
                         f"{secrets.token_hex(3)}")
-    path = transcript_path(repo, cfg.state_dir, run_id)
-    RunStore.for_repo(repo, cfg, run_id).write_manifest(
+    store = proj.store(run_id)
+    path = store.dir / TRANSCRIPT_NAME
+    store.write_manifest(
         command="agent verify-gap " + " ".join(f"--symbol {s}" for s in symbol),
         commit=head_sha(open_repo(repo, what="the downstream repository")),
         rules_digests=rules.digests(), config=cfg)

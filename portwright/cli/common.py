@@ -12,6 +12,7 @@ from rich.console import Console
 
 if TYPE_CHECKING:
     from portwright.config import PortwrightConfig
+    from portwright.project import Project
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -30,9 +31,21 @@ def repo_path() -> Path:
 
 
 def config() -> PortwrightConfig:
-    from portwright.config import load_config
+    return project().config
 
-    return load_config(STATE.repo)
+
+def project(*, committed: bool = False) -> Project:
+    """The selected repository as a :class:`~portwright.project.Project`: its working
+    config, or (``committed``) config and rules as committed at HEAD, which is what a
+    command that runs code obeys. Warns when the working copies differ from the commit."""
+    from portwright.project import Project
+
+    loaded = Project.load(STATE.repo, at="HEAD" if committed else None)
+    drift = loaded.drift()
+    if drift:
+        err_console.print(f"warning: {', '.join(drift)} differ from HEAD; this run obeys the "
+                          "committed version (commit your edits to use them)", markup=False)
+    return loaded
 
 
 def emit_json(payload: Any) -> None:

@@ -14,7 +14,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from portwright.cli.common import config, console, emit_json, err_console, repo_path
+from portwright.cli.common import console, emit_json, err_console, project
 from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError, RevisionError, UsageError
 from portwright.vcs.plumbing import git, rev_parse
@@ -52,8 +52,9 @@ def gap(
     """Judge every upstream commit since the pin: landed, partial, missing or not applicable."""
     from portwright.evidence import gap as engine
 
-    downstream, cfg = repo_path(), config()
-    upstream = engine.upstream_repo(downstream, cfg)
+    proj = project()
+    downstream, cfg = proj.root, proj.config
+    upstream = engine.upstream_repo(proj)
     base = _pin(downstream, cfg, from_)
     if row is not None:
         _gap_row(upstream, downstream, cfg, base, row, as_json)
@@ -61,8 +62,7 @@ def gap(
     head = to or cfg.upstream.branch
     with _progress("indexing downstream history") as progress:
         task = progress.task_ids[0]
-        index = engine.downstream_index(
-            downstream, cfg, lambda n: progress.update(task, completed=n))
+        index = engine.downstream_index(proj, lambda n: progress.update(task, completed=n))
         progress.update(task, description="scanning upstream commits", completed=0)
         report = engine.scan_range(
             upstream, downstream, base, head, cfg, index=index,
@@ -132,8 +132,9 @@ def surface(
     from portwright.evidence.gap import upstream_repo
     from portwright.evidence.surface import enumerate_surface
 
-    downstream, cfg = repo_path(), config()
-    upstream = upstream_repo(downstream, cfg)
+    proj = project()
+    downstream, cfg = proj.root, proj.config
+    upstream = upstream_repo(proj)
     rev = _pin(downstream, cfg, at)
     report = enumerate_surface(upstream, symbol, rev, path_kinds=cfg.upstream.path_kinds)
     if as_json:
@@ -172,8 +173,9 @@ def trace(
     from portwright.evidence.gap import upstream_repo
     from portwright.evidence.trace import trace_changes
 
-    downstream, cfg = repo_path(), config()
-    upstream = upstream_repo(downstream, cfg)
+    proj = project()
+    downstream, cfg = proj.root, proj.config
+    upstream = upstream_repo(proj)
     report = trace_changes(downstream, upstream, base or _default_base(downstream),
                            _pin(downstream, cfg, pin), cfg)
     if as_json:

@@ -10,14 +10,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from portwright.cli.common import config, console, emit_json, err_console, repo_path
+from portwright.cli.common import config, console, emit_json, err_console, project, repo_path
 
 if TYPE_CHECKING:
-    from pathlib import Path
 
-    import git
 
-    from portwright.config import PortwrightConfig
+    pass
 
 anchors_app = typer.Typer(help="Check and re-locate upstream anchors.", no_args_is_help=True)
 ledger_app = typer.Typer(help="Check the parity ledger and the inventory.", no_args_is_help=True)
@@ -76,14 +74,6 @@ def rows(
     console.print(f"[dim]{len(found)} row(s)[/]")
 
 
-def _upstream(repo: Path, cfg: PortwrightConfig) -> git.Repo:
-    from pathlib import Path as _Path
-
-    from portwright.vcs.git import open_repo
-
-    source = _Path(cfg.upstream.source)
-    return open_repo(source if source.is_absolute() else repo / source,
-                     what="the upstream checkout")
 
 
 def _report(name: str, passed: bool, messages: list[str], json: bool) -> None:
@@ -107,8 +97,8 @@ def anchors_check(
     """Resolve every anchor of the specs and the ledger in upstream; excerpts must match."""
     from portwright.gates.checks import check_anchors
 
-    repo, cfg = repo_path(), config()
-    verdict = check_anchors(repo, cfg, _upstream(repo, cfg), at=at)
+    proj = project()
+    verdict = check_anchors(proj.root, proj.config, proj.upstream_repo(), at=at)
     _report("anchors", verdict.passed, verdict.messages, json)
 
 
@@ -127,14 +117,11 @@ def anchors_remap(
     are rewritten in place (only their own bytes) and each spec's pin moves to --to; the
     others are reported. Exit 1 when some could not be placed.
     """
-    from pathlib import Path as _Path
-
     from portwright.parity.remap import remap_records
 
-    repo, cfg = repo_path(), config()
-    source = _Path(cfg.upstream.source)
-    report = remap_records(repo, cfg, source if source.is_absolute() else repo / source, to,
-                           dry_run=dry_run, move_pin=move_pin)
+    proj = project()
+    report = remap_records(proj.root, proj.config, proj.upstream(), to, dry_run=dry_run,
+                           move_pin=move_pin)
     if json:
         emit_json(report)
     else:

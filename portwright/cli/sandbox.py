@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from portwright.cli.common import STATE, console, emit_json, err_console
-from portwright.config import CONFIG_FILE, SandboxBackend, SandboxConfig, load_config
+from portwright.cli.common import STATE, console, emit_json, err_console, project
+from portwright.config import CONFIG_FILE, SandboxBackend, SandboxConfig
 
 sandbox_app = typer.Typer(
     help="Sandboxes: the offline base image, leftovers of dead runs, one-off commands.",
@@ -24,12 +24,15 @@ def register(app: typer.Typer) -> None:
 
 
 def _settings() -> tuple[SandboxConfig, Path]:
-    """The repo's ``[sandbox]`` config (defaults without a portwright.toml) and state dir."""
+    """The repo's ``[sandbox]`` config as committed at HEAD (defaults without a
+    portwright.toml) and the state folder."""
+    from portwright.project import default_state_home
+
     repo = STATE.repo
     if (repo / CONFIG_FILE).is_file():
-        config = load_config(repo)
-        return config.sandbox, repo / config.state_dir
-    return SandboxConfig(), repo / ".portwright"
+        proj = project(committed=True)
+        return proj.config.sandbox, proj.state_dir
+    return SandboxConfig(), default_state_home()
 
 
 @sandbox_app.command("base-image")

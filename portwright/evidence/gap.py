@@ -13,8 +13,8 @@ Public API (the agents' gap-verifier tools are built on these):
   at the pin and at upstream HEAD, the upstream commits since the pin that change their count
   (``git log -S``) or touch a line naming them (``git log -G``), and their downstream
   spellings at HEAD and in history.
-- ``upstream_repo(downstream: Path, config: PortwrightConfig) -> Path``
-- ``downstream_index(downstream: Path, config: PortwrightConfig) -> HistoryIndex``
+- ``upstream_repo(project: Project) -> Path``
+- ``downstream_index(project: Project) -> HistoryIndex``
 
 How a commit is judged. Only ``source`` and ``tests`` files carry *signals*:
 
@@ -57,9 +57,8 @@ from portwright.evidence import names, tokens
 from portwright.evidence.history import CountChange, HistoryIndex, pickaxe
 from portwright.evidence.lookup import Location, TreeView, present_in_tree
 from portwright.evidence.patch import FilePatch, classify, commit_patch
-from portwright.rules.loader import RULES_NAME
+from portwright.project import Project, record_globs
 from portwright.vcs.plumbing import check_repo, git, rev_parse
-from portwright.vcs.upstream import upstream_path
 
 logger = logging.getLogger(__name__)
 
@@ -227,22 +226,20 @@ class RowEvidence(_Model):
 # -- repositories ----------------------------------------------------------------------
 
 
-def upstream_repo(downstream: Path, config: PortwrightConfig) -> Path:
-    """The upstream checkout named by ``upstream.source``: a path relative to the downstream,
-    or a URL cloned once under ``<state_dir>/upstream``."""
+def upstream_repo(project: Project) -> Path:
+    """The project's upstream checkout (:meth:`Project.upstream`), checked to be a git
+    repository."""
     try:
-        return check_repo(upstream_path(downstream, config), "upstream checkout")
+        return check_repo(project.upstream(), "upstream checkout")
     except RepositoryError as exc:
-        raise ConfigError(exc.message, file=downstream / "portwright.toml", key="upstream.source",
-                          fix=exc.fix) from exc
+        raise ConfigError(exc.message, file=project.root / "portwright.toml",
+                          key="upstream.source", fix=exc.fix) from exc
 
 
-def downstream_index(downstream: Path, config: PortwrightConfig,
+def downstream_index(project: Project,
                      progress: Callable[[int], None] | None = None) -> HistoryIndex:
-    """The downstream's history index, cached under ``<state_dir>/index/`` and brought up to
-    date."""
-    return HistoryIndex.open(downstream, "HEAD", downstream / config.state_dir / "index",
-                             progress)
+    """The downstream's history index, cached in the state folder and brought up to date."""
+    return HistoryIndex.open(project.root, "HEAD", project.index_dir, progress)
 
 
 # -- one commit ------------------------------------------------------------------------
@@ -360,16 +357,6 @@ def _evidence(signal: _Signal, where: Literal["head", "history", "absent"], *,
     return Evidence(signal=signal.text, kind=signal.kind, upstream_anchor=signal.anchor,
                     where=where, matched=matched, path=path, line=line, commit=commit, note=note,
                     carried=carried)
-
-
-def record_globs(config: PortwrightConfig) -> list[str]:
-    """Globs of the downstream files that are portwright's records, not the port: matrices,
-    ledger, inventory, specs, the pin store, the rules files (``AGENTS.md``),
-    ``portwright.toml`` and the state folder."""
-    art = config.artifacts
-    folder = art.specs if art.specs.endswith("/") else art.specs + "/"
-    return [*art.matrices, art.ledger, art.inventory, folder, config.pin.file,
-            f"**/{RULES_NAME}", "portwright.toml", config.state_dir.rstrip("/") + "/"]
 
 
 class _Downstream:
@@ -560,7 +547,7 @@ def scan_range(upstream: Path, downstream: Path, base: str, head: str, config: P
     base_sha, head_sha = rev_parse(upstream, base), rev_parse(upstream, head)
     shas = git(upstream, "rev-list", "--reverse", "--topo-order",
                f"{base_sha}..{head_sha}").decode().split()
-    index = index if index is not None else downstream_index(downstream, config)
+    index = index if index is not None else downstream_index(Project(downstream, config))
     view = _Downstream(downstream, index, config)
     commits: list[CommitGap] = []
     for number, sha in enumerate(shas, start=1):
@@ -607,7 +594,7 @@ def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
     downstream = check_repo(downstream, "downstream repository")
     pin_sha = rev_parse(upstream, pin)
     head_sha = rev_parse(upstream, config.upstream.branch)
-    index = index if index is not None else downstream_index(downstream, config)
+    index = index if index is not None else downstream_index(Project(downstream, config))
     view = _Downstream(downstream, index, config)
     at_pin, at_head = TreeView(upstream, pin_sha), TreeView(upstream, head_sha)
     out: list[SymbolEvidence] = []

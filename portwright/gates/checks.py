@@ -36,6 +36,7 @@ from portwright.parity.ledger import LedgerEntry, LedgerKind, load_ledger
 from portwright.parity.matrix import MatrixRow, load_rows, spec_path
 from portwright.parity.pin import read_pin
 from portwright.parity.spec import Spec, load_spec, load_specs, spec_problems
+from portwright.project import record_globs
 from portwright.rules import BuiltinCheck, Rules
 from portwright.runs.models import EvidenceKind, EvidenceRecord
 from portwright.runs.store import RunStore
@@ -154,13 +155,6 @@ def check_spec_complete(repo: Path, config: PortwrightConfig, rules: Rules, *,
 
 # ------------------------------------------------------------------------ reconciled
 
-def _records(config: PortwrightConfig) -> list[str]:
-    a = config.artifacts
-    return [*a.matrices, a.ledger, a.inventory, a.specs.rstrip("/") + "/**", config.pin.file,
-            "AGENTS.md", "**/AGENTS.md", "portwright.toml", config.state_dir + "/**",
-            ".gitignore", "**/.gitignore"]
-
-
 def _covers(pattern: str, path: str) -> bool:
     pattern = pattern.strip().strip("`")
     if not pattern:
@@ -205,7 +199,7 @@ def check_reconciled(repo: Path, config: PortwrightConfig, *, base: str | None =
     except UsageError as exc:
         return _usage(name, exc)
     messages += ledger_problems + inventory_problems
-    skip = _records(config) + list(ignore or [])
+    skip = [*record_globs(config), ".gitignore", "**/.gitignore", *(ignore or [])]
     changed = {c.path for c in changes}
     for change in changes:
         if change.status == "D" or match_any(change.path, skip):

@@ -72,13 +72,11 @@ class GateContext:
         return dict(self.gate.spec.options)
 
     def upstream(self) -> git.Repo:
-        """The upstream repository (``[upstream] source``, relative to the repo)."""
+        """The upstream repository (:meth:`Project.upstream_repo`)."""
         if self._upstream is None:
-            from portwright.vcs.git import open_repo
+            from portwright.project import Project
 
-            source = Path(self.config.upstream.source)
-            path = source if source.is_absolute() else self.repo / source
-            self._upstream = open_repo(path, what="the upstream checkout")
+            self._upstream = Project(self.repo, self.config).upstream_repo()
         return self._upstream
 
 

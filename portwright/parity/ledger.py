@@ -204,16 +204,14 @@ def check_ledger(repo: Path, config: PortwrightConfig, *,
     from portwright.evidence.anchors import BlobReader, resolve_anchor
     from portwright.parity.inventory import load_inventory
     from portwright.parity.pin import read_pin
-    from portwright.vcs.git import open_repo
+    from portwright.project import Project
 
     entries, messages = load_ledger(repo, config, strict=False)
     _, inventory_problems = load_inventory(repo, config, strict=False)
     messages += inventory_problems
     if not resolve or not entries:
         return entries, messages
-    source = Path(config.upstream.source)
-    upstream = open_repo(source if source.is_absolute() else repo / source,
-                         what="the upstream checkout")
+    upstream = Project(repo, config).upstream_repo()
     reader = BlobReader(upstream)
     pin = read_pin(repo, config)
     with contextlib.suppress(RevisionError):  # a missing revision is reported per entry

@@ -29,7 +29,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from portwright.config import PortwrightConfig
-from portwright.errors import ParityFileError
+from portwright.errors import ParityFileError, UsageError
 from portwright.runs.keys import evidence_key
 from portwright.runs.models import EvidenceKind, EvidenceRecord, RunManifest
 
@@ -58,8 +58,10 @@ class RunStore:
     """
 
     def __init__(self, root: Path, run_id: str, *, key: bytes | None = None) -> None:
-        if not run_id or _slug(run_id) != run_id:
-            raise ValueError(f"run id {run_id!r} must be letters, digits, '.', '_' or '-'")
+        if not run_id or _slug(run_id) != run_id or run_id.startswith("."):
+            raise UsageError(f"run id {run_id!r} is not a valid run id", key="run id",
+                             fix="use letters, digits, '.', '_' and '-' only, not starting "
+                                 "with '.'")
         self.root = root
         self.run_id = run_id
         self.dir = root / run_id
@@ -69,11 +71,6 @@ class RunStore:
         if self._key is None:
             self._key = evidence_key()
         return self._key
-
-    @classmethod
-    def for_repo(cls, repo: Path, config: PortwrightConfig, run_id: str) -> RunStore:
-        """The store of ``run_id`` under the repo's state directory."""
-        return cls(repo / config.state_dir / "runs", run_id)
 
     @property
     def evidence_dir(self) -> Path:

@@ -6,7 +6,6 @@ import logging
 import re
 from pathlib import Path
 
-from portwright.config import PortwrightConfig
 from portwright.errors import RepositoryError
 from portwright.vcs import plumbing
 
@@ -20,20 +19,9 @@ def is_url(source: str) -> bool:
     return bool(_URL.match(source))
 
 
-def upstream_path(repo: Path, config: PortwrightConfig, *, fetch: bool = False) -> Path:
-    """The local upstream checkout: the configured path, or a clone of the URL under
-    ``<state_dir>/upstream`` (cloned on first use; fetched when ``fetch``)."""
-    source = config.upstream.source
-    if not is_url(source):
-        path = (repo / source).resolve()
-        if not path.exists():
-            raise RepositoryError(
-                "the upstream checkout does not exist",
-                file=path, key="upstream.source",
-                fix="clone the upstream project there, or set upstream.source in portwright.toml",
-            )
-        return path
-    clone = repo / config.state_dir / "upstream"
+def clone_or_fetch(source: str, clone: Path, *, fetch: bool = False) -> Path:
+    """``clone`` of the repository at URL ``source``: cloned when absent, fetched when
+    ``fetch``."""
     try:
         if not (clone / ".git").exists():
             logger.info("cloning upstream %s into %s", source, clone)

@@ -12,6 +12,7 @@ from pytest_httpserver import HTTPServer
 
 from portwright.agents.loop import SUBMIT
 from portwright.agents.transcript import read_transcript
+from portwright.project import Project
 from tests.agents.helpers import chat_body
 
 PATH = "/v1/chat/completions"
@@ -95,8 +96,10 @@ def test_verify_gap_records_then_replays(httpserver: HTTPServer, pair: dict[str,
     out = json.loads(done.stdout)
     assert out["status"] == "done"
     assert out["verdict"]["status"] == "missing"
-    assert out["transcript"] == str(repo / ".portwright/runs/rec/transcript.jsonl")
-    manifest = json.loads((repo / ".portwright/runs/rec/run.json").read_text())
+    run_dir = Project.load(repo).run_dir("rec")
+    assert out["transcript"] == str(run_dir / "transcript.jsonl")
+    assert not run_dir.is_relative_to(repo)
+    manifest = json.loads((run_dir / "run.json").read_text())
     assert manifest["command"] == "agent verify-gap --symbol rope_scaling"
     assert list(manifest["rules"]) == ["AGENTS.md"]
     first_request = json.loads(httpserver.log[0][0].get_data())
@@ -114,8 +117,9 @@ def test_verify_gap_records_then_replays(httpserver: HTTPServer, pair: dict[str,
                           str(cassette), "--run-id", "rep")
     assert replayed.returncode == 0, replayed.stderr
     assert "verdict   missing" in replayed.stdout
-    assert read_transcript(repo / ".portwright/runs/rec/transcript.jsonl") == read_transcript(
-        repo / ".portwright/runs/rep/transcript.jsonl")
+    runs = Project.load(repo).runs_dir
+    assert read_transcript(runs / "rec/transcript.jsonl") == read_transcript(
+        runs / "rep/transcript.jsonl")
     assert len(httpserver.log) == 0
     assert portwright(repo, "agent", "verify-gap", "-s", "rope_scaling").returncode == 1
 

@@ -14,7 +14,7 @@ from portwright.agents.llm import CompletionRequest, Message, ToolCall
 from portwright.agents.loop import SUBMIT, AgentStuck, Status, run_agent
 from portwright.agents.offline import ScriptedModel, call
 from portwright.agents.tools import Toolbox, Workspace
-from portwright.agents.transcript import Transcript, read_transcript, transcript_path
+from portwright.agents.transcript import TRANSCRIPT_NAME, Transcript, read_transcript
 from portwright.config import ModelBudget
 from portwright.errors import BudgetExhausted, SandboxDied
 from tests.agents.helpers import SubprocessSandbox
@@ -99,10 +99,9 @@ def test_unparseable_calls_count_against_the_call_budget(pair: dict[str, Any]) -
     assert outcome.error.budget == "calls"
 
 
-def test_transcript_goes_to_the_runs_evidence_folder(pair: dict[str, Any],
+def test_transcript_records_every_event(pair: dict[str, Any],
                                                      tmp_path: Path) -> None:
-    path = transcript_path(tmp_path / "repo", ".portwright", "run-1")
-    assert path == tmp_path / "repo/.portwright/runs/run-1/transcript.jsonl"
+    path = tmp_path / "runs" / "run-1" / TRANSCRIPT_NAME
     model = ScriptedModel.from_replies([call("read_file", {"path": "notes.txt"}),
                                         call(SUBMIT, {"answer": "alpha"})])
     outcome = run(pair, model, transcript=Transcript(path))

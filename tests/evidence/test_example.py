@@ -10,6 +10,7 @@ import pytest
 
 from portwright.config import load_config
 from portwright.evidence.gap import Verdict, scan_range, upstream_repo
+from portwright.project import Project
 
 BUILD = Path(__file__).resolve().parents[2] / "examples" / "tinystats" / "build.py"
 
@@ -23,7 +24,7 @@ def test_tinystats_gap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec.loader.exec_module(module)
     example = module.build(tmp_path / "example")
     config = load_config(example.downstream)
-    upstream = upstream_repo(example.downstream, config)
+    upstream = upstream_repo(Project(example.downstream, config))
     report = scan_range(upstream, example.downstream, example.pin, "HEAD", config)
     verdicts = {c.subject.split(" ")[1] if c.subject.startswith("Add") else "README": c.verdict
                 for c in report.commits}

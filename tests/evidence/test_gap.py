@@ -17,6 +17,7 @@ from portwright.evidence.gap import (
     scan_range,
     upstream_repo,
 )
+from portwright.project import Project
 
 
 @pytest.fixture
@@ -119,7 +120,7 @@ def test_report_is_json(report: GapReport) -> None:
 
 
 def test_index_is_cached_under_state_dir(pair: Any, report: GapReport) -> None:
-    files = list((pair.down.path / ".portwright" / "index").iterdir())
+    files = list(Project(pair.down.path, pair.config).index_dir.iterdir())
     assert len(files) == 1
 
 
@@ -148,12 +149,12 @@ def test_bad_revision_and_url(pair: Any, tmp_path: Path) -> None:
         scan_range(pair.up.path, pair.down.path, "nope", "HEAD", pair.config)
     url = PortwrightConfig(upstream=UpstreamConfig(source=f"file://{tmp_path}/gone.git"))
     with pytest.raises(ConfigError, match=r"could not clone") as info:
-        upstream_repo(pair.down.path, url)
+        upstream_repo(Project(pair.down.path, url))
     assert info.value.key == "upstream.source"
     missing = PortwrightConfig(upstream=UpstreamConfig(source="../nowhere"))
     with pytest.raises(ConfigError, match="does not exist"):
-        upstream_repo(pair.down.path, missing)
-    assert upstream_repo(pair.down.path, pair.config) == pair.up.path.resolve()
+        upstream_repo(Project(pair.down.path, missing))
+    assert upstream_repo(Project(pair.down.path, pair.config)) == pair.up.path.resolve()
 
 
 def _small_pair(make_repo: Any) -> tuple[Any, Any, PortwrightConfig]:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from portwright.project import Project
 from portwright.runs import RunStore
 from portwright.sandboxes import LocalSandbox
 from tests.conftest import GitRepo
@@ -34,4 +35,4 @@ def sandbox(world: World, tmp_path: Path) -> Iterator[LocalSandbox]:
 @pytest.fixture
 def store(world: World) -> RunStore:
     """The run store of run ``run-1`` in the world's repo."""
-    return RunStore.for_repo(world.repo, world.config(), "run-1")
+    return Project(world.repo, world.config()).store("run-1")

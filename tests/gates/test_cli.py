@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+from portwright.project import Project
 from tests.parity.world import World
 
 
@@ -19,9 +20,11 @@ def test_gates_run_spec_phase_passes_and_records(world: World) -> None:
     report = json.loads(done.stdout)
     assert [(r["name"], r["passed"]) for r in report["results"]] == [("anchors", True),
                                                                      ("spec-complete", True)]
-    evidence = sorted((world.repo / ".portwright/runs/ci-1/evidence").glob("*.json"))
+    run_dir = Project.load(world.repo).run_dir("ci-1")
+    assert report["evidence"] == str(run_dir / "evidence")
+    evidence = sorted((run_dir / "evidence").glob("*.json"))
     assert [p.name for p in evidence] == ["0001-anchors.json", "0002-spec-complete.json"]
-    manifest = json.loads((world.repo / ".portwright/runs/ci-1/run.json").read_text())
+    manifest = json.loads((run_dir / "run.json").read_text())
     agents = (world.repo / "AGENTS.md").read_bytes()
     assert manifest["rules"] == {"AGENTS.md": hashlib.sha256(agents).hexdigest()}
     assert manifest["commit"] == world.downstream.head()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from portwright.errors import GateFailed, ParityFileError
+from portwright.errors import GateFailed, ParityFileError, UsageError
 from portwright.gates.testids import from_junit_text, from_output
 from portwright.runs import EvidenceKind, EvidenceRecord, RunStore
 
@@ -62,5 +62,5 @@ def test_store_rejects_edited_json_and_bad_ids(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace('"exit_code": 0', '"exit_code": "zero"'))
     with pytest.raises(ParityFileError, match="not an evidence record"):
         store.records()
-    with pytest.raises(ValueError, match="run id"):
+    with pytest.raises(UsageError, match="run id"):
         RunStore(tmp_path, "../escape")

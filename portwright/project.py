@@ -1,0 +1,210 @@
+"""Project: a downstream repository, its configuration, and every fact derived from them.
+
+Where the upstream checkout is (a path, or a URL cloned once), which files are portwright's
+own records, where run state lives, which paths are protected: each is worked out here and
+nowhere else. Code that needs one of these facts asks the :class:`Project`; it never
+re-derives it from the config.
+
+**Run state lives outside the repository.** Sandboxed commands can write the downstream
+worktree, so nothing the host later opens, follows or trusts may live there: run folders
+(logs, evidence records, manifests, transcripts, reports), caches and the upstream clone
+live in the state folder::
+
+    $PORTWRIGHT_STATE_DIR                      (or [state_dir], or
+        projects/<name>-<hash>/                 $XDG_STATE_HOME/portwright, or
+            runs/<run_id>/                      ~/.local/state/portwright)
+            index/
+            upstream/
+
+``<hash>`` names the repository's git common directory, so every worktree of one
+repository (a run's own worktree included) shares one state folder.
+
+**What a run obeys is committed.** :meth:`Project.load` with ``at=REV`` reads
+``portwright.toml`` from that commit, and :meth:`Project.rules` reads the ``AGENTS.md``
+files from it too: a command that rewrote the working files (or replaced them by links)
+changes nothing the run obeys. Read commands (``doctor``, ``rules check``) use the working
+files, so a person can check an edit before committing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from portwright.config import CONFIG_FILE, PortwrightConfig, load_config, parse_config
+from portwright.errors import ConfigError, RepositoryError
+from portwright.vcs import plumbing
+from portwright.vcs.upstream import clone_or_fetch, is_url
+
+if TYPE_CHECKING:
+    import git
+
+    from portwright.rules import Rules
+    from portwright.runs.store import RunStore
+
+logger = logging.getLogger(__name__)
+
+STATE_ENV = "PORTWRIGHT_STATE_DIR"
+"""Environment variable naming the state folder (it sets ``state_dir``)."""
+
+_SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def default_state_home(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/portwright``, else ``~/.local/state/portwright``."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_STATE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "portwright"
+
+
+def record_globs(config: PortwrightConfig) -> list[str]:
+    """Globs of the downstream files that are portwright's own records, not the port:
+    matrices, ledger, inventory, specs, the pin store, the rules (``AGENTS.md``), the
+    config. They name upstream symbols without porting them, and a change to them is not
+    code a change introduces."""
+    a = config.artifacts
+    return [*a.matrices, a.ledger, a.inventory, a.specs.rstrip("/") + "/", config.pin.file,
+            "AGENTS.md", "**/AGENTS.md", CONFIG_FILE]
+
+
+@dataclass(frozen=True)
+class Project:
+    """A downstream repository (``root``, the top of a git work tree) and its config."""
+
+    root: Path
+    """The downstream worktree, resolved."""
+    config: PortwrightConfig
+    """Its configuration (``portwright.toml`` with ``PORTWRIGHT_*`` overrides)."""
+    revision: str | None = None
+    """The commit config and rules were read from; None: the working files."""
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False)
+
+    @classmethod
+    def load(cls, root: Path, *, at: str | None = None,
+             environ: Mapping[str, str] | None = None) -> Project:
+        """The project at ``root``; with ``at``, its config as committed at that revision."""
+        root = root.resolve()
+        env = dict(os.environ if environ is None else environ)
+        if at is None:
+            return cls(root, load_config(root, environ=env), None, env)
+        sha = plumbing.rev_parse(root, at)
+        data = plumbing.show(root, sha, CONFIG_FILE)
+        if data is None:
+            raise ConfigError(f"portwright.toml is not committed at {sha[:12]}",
+                              file=root / CONFIG_FILE,
+                              fix="commit portwright.toml: runs obey the committed config only")
+        links = [m for m, _, p in plumbing.tree_entries(root, sha) if p == CONFIG_FILE]
+        if links and links[0] == "120000":
+            raise ConfigError("portwright.toml is a symbolic link", file=root / CONFIG_FILE,
+                              fix="replace the link by the file itself and commit it")
+        config = parse_config(data, root / CONFIG_FILE, environ=env)
+        return cls(root, config, sha, env)
+
+    # -- state ---------------------------------------------------------------------------
+
+    @cached_property
+    def state_dir(self) -> Path:
+        """This project's state folder, outside the repository (created on first use)."""
+        configured = self.config.state_dir
+        if configured is None:
+            base = default_state_home(self.environ)
+        else:
+            base = self._checked_state_base(configured)
+        common = plumbing.git(self.root, "rev-parse", "--path-format=absolute",
+                              "--git-common-dir").decode().strip()
+        main = Path(common)
+        name = main.parent.name if main.name == ".git" else main.name.removesuffix(".git")
+        digest = hashlib.sha256(str(main.resolve()).encode()).hexdigest()[:12]
+        folder = base / "projects" / f"{_SLUG.sub('_', name).strip('_') or 'repo'}-{digest}"
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return folder
+
+    def _checked_state_base(self, configured: str) -> Path:
+        source = (f"environment variable {STATE_ENV}" if self.environ.get(STATE_ENV)
+                  else self.root / CONFIG_FILE)
+        base = Path(configured).expanduser()
+        problem = None
+        if not base.is_absolute():
+            problem = f"state_dir must be an absolute path, not {configured!r}"
+        elif base.resolve() == Path("/"):
+            problem = "state_dir must not be the filesystem root"
+        elif base.resolve() == self.root or base.resolve().is_relative_to(self.root):
+            problem = ("state_dir must lie outside the repository: sandboxed commands can "
+                       f"write {self.root}")
+        if problem is not None:
+            raise ConfigError(problem, file=source, key="state_dir",
+                              fix="use a folder of your own outside every repository, e.g. "
+                                  "~/.local/state/portwright (or leave it unset)")
+        return base.resolve()
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+    def run_dir(self, run_id: str) -> Path:
+        """The folder of one run (not created)."""
+        return self.runs_dir / run_id
+
+    def store(self, run_id: str, *, key: bytes | None = None) -> RunStore:
+        """The run store of ``run_id``."""
+        from portwright.runs.store import RunStore
+
+        return RunStore(self.runs_dir, run_id, key=key)
+
+    @property
+    def index_dir(self) -> Path:
+        """Cache of the downstream history index."""
+        return self.state_dir / "index"
+
+    # -- upstream --------------------------------------------------------------------------
+
+    def upstream(self, *, fetch: bool = False) -> Path:
+        """The local upstream checkout: ``upstream.source`` as a path (relative to the
+        repository), or a clone of the URL under the state folder (cloned on first use;
+        fetched when ``fetch``)."""
+        source = self.config.upstream.source
+        if is_url(source):
+            return clone_or_fetch(source, self.state_dir / "upstream", fetch=fetch)
+        path = (self.root / source).resolve()
+        if not path.exists():
+            raise RepositoryError(
+                "the upstream checkout does not exist", file=path, key="upstream.source",
+                fix="clone the upstream project there, or set upstream.source in "
+                    "portwright.toml")
+        return path
+
+    def upstream_repo(self) -> git.Repo:
+        """The upstream checkout opened with gitpython."""
+        from portwright.vcs.git import open_repo
+
+        return open_repo(self.upstream(), what="the upstream checkout")
+
+    # -- records and rules ----------------------------------------------------------------
+
+    @property
+    def record_globs(self) -> list[str]:
+        """Paths that are portwright's own records: :func:`record_globs` of the config."""
+        return record_globs(self.config)
+
+    def rules(self) -> Rules:
+        """The ``AGENTS.md`` rules, from :attr:`revision` when the project has one."""
+        from portwright.rules import load_rules
+
+        return load_rules(self.root, at=self.revision)
+
+    def drift(self) -> list[str]:
+        """Files the run obeys whose working copy differs from :attr:`revision` (empty when
+        the project reads working files)."""
+        if self.revision is None:
+            return []
+        out = plumbing.git(self.root, "diff", "--name-only", "-z", self.revision, "--",
+                           CONFIG_FILE, "AGENTS.md", "**/AGENTS.md")
+        return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)

@@ -1,0 +1,139 @@
+"""Opening a run: one context manager for the CLI, the graph's nodes and the web pages.
+
+:func:`open_run` writes the run's manifest (``run.json``: command, commit, the sha256 of
+every rules file, the effective config) into the run's folder in the state folder, and
+holds what the run's steps share: the :class:`~portwright.project.Project` (config and
+rules as committed at the run's start), the run store, the budget, the model client and a
+sandbox opened on first use and closed with the run. Graph nodes receive a
+:class:`RunContext` as LangGraph's runtime context; none of it goes into checkpointed
+state.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from portwright.errors import RepositoryError
+from portwright.project import Project
+from portwright.rules import Rules
+from portwright.runs.store import RunStore
+from portwright.vcs import plumbing
+
+if TYPE_CHECKING:
+    from portwright.agents.budget import RunBudget
+    from portwright.agents.llm import LLMClient
+    from portwright.sandboxes.base import Sandbox
+
+logger = logging.getLogger(__name__)
+
+INTERRUPTED = "interrupted"
+"""File written into a run's folder when the run was stopped by a signal (Ctrl-C)."""
+
+
+def new_run_id(prefix: str) -> str:
+    """``<prefix>-<UTC time>-<6 hex digits>``: unique even for runs started in one second."""
+    return f"{prefix}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+@dataclass
+class RunContext:
+    """What the steps of one run share. Resources are opened lazily and closed with it."""
+
+    project: Project
+    """The project, config and rules as committed when the run started."""
+    run_id: str
+    """The run's id (the graph's thread id)."""
+    store: RunStore
+    """Evidence records, logs and the manifest of this run."""
+    rules: Rules
+    """``AGENTS.md`` rules as committed when the run started."""
+    commit: str
+    """Downstream HEAD when the run started."""
+    allow_local: bool = False
+    """Whether the caller explicitly allowed the unisolated ``local`` backend."""
+    record: Path | None = None
+    """Record every model call into this cassette."""
+    replay: Path | None = None
+    """Play the model from this cassette."""
+    _stack: ExitStack = field(default_factory=ExitStack, repr=False)
+    _sandbox: Sandbox | None = field(default=None, repr=False)
+    _client: LLMClient | None = field(default=None, repr=False)
+    _budget: RunBudget | None = field(default=None, repr=False)
+
+    @property
+    def dir(self) -> Path:
+        return self.store.dir
+
+    def sandbox(self) -> Sandbox:
+        """The run's sandbox, started on first use (it needs an engine or bubblewrap)."""
+        if self._sandbox is None:
+            from portwright.sandboxes import open_sandbox
+
+            try:
+                upstream: Path | None = self.project.upstream()
+            except RepositoryError:
+                upstream = None  # command gates can run without the upstream mounted
+            sandbox = open_sandbox(self.project.config.sandbox, worktree=self.project.root,
+                                   run_id=self.run_id, log_dir=self.dir / "sandbox-logs",
+                                   upstream=upstream, allow_local=self.allow_local)
+            self._sandbox = self._stack.enter_context(sandbox)
+        return self._sandbox
+
+    def client(self) -> LLMClient:
+        """The model client ([model] of the config, or the cassette)."""
+        if self._client is None:
+            from portwright.agents.models import build_client
+
+            self._client = build_client(self.project.config.model, self.project.root,
+                                        record=self.record, replay=self.replay)
+            close = getattr(self._client, "close", None)
+            if callable(close):
+                self._stack.callback(close)
+        return self._client
+
+    def budget(self) -> RunBudget:
+        """The run's budget and its roles' budgets."""
+        if self._budget is None:
+            from portwright.agents.budget import RunBudget
+
+            model = self.project.config.model
+            self._budget = RunBudget(model.budget, model.role_budgets, model.prices)
+        return self._budget
+
+
+@contextmanager
+def open_run(
+    project: Project,
+    command: str,
+    *,
+    run_id: str | None = None,
+    prefix: str = "run",
+    allow_local: bool = False,
+    record: Path | None = None,
+    replay: Path | None = None,
+) -> Iterator[RunContext]:
+    """Open a run of ``command`` on ``project``: write its manifest, yield its context, and
+    close what it opened (sandbox, client) however it ends. A run stopped by Ctrl-C leaves an
+    ``interrupted`` mark in its folder."""
+    run_id = run_id or new_run_id(prefix)
+    store = project.store(run_id)
+    rules = project.rules()
+    commit = plumbing.rev_parse(project.root, project.revision or "HEAD")
+    store.write_manifest(command=command, commit=commit, rules_digests=rules.digests(),
+                         config=project.config)
+    context = RunContext(project=project, run_id=run_id, store=store, rules=rules,
+                         commit=commit, allow_local=allow_local, record=record, replay=replay)
+    with context._stack:
+        try:
+            yield context
+        except KeyboardInterrupt:
+            (store.dir / INTERRUPTED).write_text(
+                f"{datetime.now(UTC).isoformat(timespec='seconds')}\n", encoding="utf-8")
+            raise
