@@ -264,12 +264,29 @@ def _check_record(repo: Path, store: RunStore, record: EvidenceRecord, label: st
     return out
 
 
-def check_red_green(repo: Path, store: RunStore | None, *,
-                    tests: list[str]) -> GateResult:
+def _order_problems(red: EvidenceRecord, green: EvidenceRecord, red_commit: str | None,
+                    green_commit: str | None) -> list[str]:
+    out: list[str] = []
+    if red.seq >= green.seq:
+        out.append(f"red record #{red.seq} was observed after green record #{green.seq}: "
+                   "red must come first, on the tree without the implementation")
+    for label, record, wanted in (("red", red, red_commit), ("green", green, green_commit)):
+        if wanted is not None and record.commit != wanted:
+            out.append(f"{label} record ({record.gate}) ran on {record.commit[:12]}, not on "
+                       f"this run's {label} commit {wanted[:12]}")
+    return out
+
+
+def check_red_green(repo: Path, store: RunStore | None, *, tests: list[str],
+                    red_commit: str | None = None,
+                    green_commit: str | None = None) -> GateResult:
     """The focused tests were observed failing before the implementation and passing after:
-    every record of the run carries this machine's signature, the last red and green records
-    agree on test ids, their logs match their digests and their test ids, the red commit is an
-    ancestor of the green one, no test file changed in between, and something else did."""
+    every record of the run carries this machine's signature and this run's id and number,
+    the last red was observed before the last green, they agree on test ids, their logs match
+    their digests and their test ids, the red commit is an ancestor of the green one, no test
+    file changed in between, and something else did. A caller that knows the run's
+    tests-only and implementation commits passes them as ``red_commit`` / ``green_commit``:
+    the records must have run on exactly those."""
     name = BuiltinCheck.RED_GREEN.value
     if store is None:
         return result(name, ["no run store: red-green needs the run's evidence records"],
@@ -287,8 +304,9 @@ def check_red_green(repo: Path, store: RunStore | None, *,
         return result(name, [f"{store.dir}: no {missing} record; run the focused tests on the "
                              "tree without and with the implementation"], check=name)
     red, green = reds[-1], greens[-1]
-    messages = _check_record(repo, store, red, "red") + _check_record(repo, store, green,
-                                                                        "green")
+    messages = (_check_record(repo, store, red, "red")
+                + _check_record(repo, store, green, "green")
+                + _order_problems(red, green, red_commit, green_commit))
     if messages:
         return result(name, messages, check=name)
     if red.exit_code == 0 or not red.tests_failed:

@@ -9,7 +9,6 @@ sha256 of the full log and the downstream commit it ran on.
 from __future__ import annotations
 
 import logging
-import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,22 +23,14 @@ from portwright.rules import Phase, ResolvedGate, Rules
 from portwright.runs.models import EvidenceKind, EvidenceRecord
 from portwright.runs.store import RunStore
 from portwright.sandboxes.base import ExecResult, Sandbox
+from portwright.vcs import plumbing
 
 if TYPE_CHECKING:
     import git
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GateContext", "head_commit", "run_command", "run_gate", "run_gates"]
-
-
-def head_commit(repo: Path) -> tuple[str, bool]:
-    """``(HEAD sha, dirty)`` of the downstream worktree."""
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
-                         text=True, check=False).stdout.strip()
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
-                            capture_output=True, text=True, check=False).stdout
-    return sha, bool(status.strip())
+__all__ = ["GateContext", "run_command", "run_gate", "run_gates"]
 
 
 @dataclass
@@ -111,6 +102,7 @@ def run_command(
     timeout: float | None = None,
     junit: str | None = None,
     store: RunStore | None = None,
+    phase: str | None = None,
 ) -> tuple[EvidenceRecord, str]:
     """Run ``command`` (a shell line) in ``sandbox`` from ``directory`` of the worktree and
     record what was observed. Returns the record and the command's output text."""
@@ -118,6 +110,7 @@ def run_command(
     if junit_path is not None and junit_path.exists():
         junit_path.unlink()  # a stale report from an earlier run must not count
     cwd = Path(directory) if directory else None
+    sha, tree, dirty = plumbing.snapshot(repo)
     result = sandbox.exec(["sh", "-c", command], timeout=timeout, cwd=cwd)
     out, err = _streams(result)
     data = out + STDERR_MARKER + err
@@ -150,12 +143,12 @@ def run_command(
         import hashlib
 
         log_digest = hashlib.sha256(data).hexdigest()
-    sha, dirty = head_commit(repo)
     passed = result.ok and not failed_ids and not (junit_path is not None and messages)
     record = EvidenceRecord(
-        gate=name, kind=kind, command=command, exit_code=result.exit_code, passed=passed,
-        duration=round(result.duration, 3), tests_passed=passed_ids, tests_failed=failed_ids,
-        log=log_name, log_sha256=log_digest, commit=sha, dirty=dirty,
+        gate=name, kind=kind, phase=phase, command=command, exit_code=result.exit_code,
+        passed=passed, duration=round(result.duration, 3), tests_passed=passed_ids,
+        tests_failed=failed_ids, log=log_name, log_sha256=log_digest, commit=sha, tree=tree,
+        dirty=dirty,
         sandbox=getattr(sandbox, "name", ""), timestamp=datetime.now(UTC), messages=messages,
     )
     if store is not None:
@@ -175,6 +168,7 @@ def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:
         record, output = run_command(
             ctx.sandbox, spec.run, repo=ctx.repo, name=gate.name, kind=kind,
             directory=gate.directory, timeout=spec.timeout, junit=spec.junit, store=ctx.store,
+            phase=ctx.phase.value if ctx.phase is not None else None,
         )
         messages = list(record.messages)
         if kind is EvidenceKind.RED:
@@ -202,11 +196,12 @@ def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:
     from portwright.gates.checks import BUILTINS
 
     started = time.monotonic()
+    sha, tree, dirty = plumbing.snapshot(ctx.repo)
     verdict = BUILTINS[spec.check](ctx)
     verdict = verdict.model_copy(update={"name": gate.name, "check": spec.check.value})
-    sha, dirty = head_commit(ctx.repo)
     record = EvidenceRecord(
-        gate=gate.name, command=f"check:{spec.check.value}",
+        gate=gate.name, phase=ctx.phase.value if ctx.phase is not None else None,
+        command=f"check:{spec.check.value}", tree=tree,
         exit_code=0 if verdict.passed else 1, passed=verdict.passed,
         duration=round(time.monotonic() - started, 3), commit=sha, dirty=dirty,
         sandbox="", timestamp=datetime.now(UTC), messages=verdict.messages,

@@ -30,10 +30,21 @@ class EvidenceRecord(BaseModel):
     each one with this machine's evidence key (:attr:`mac`, which covers ``log_sha256`` and
     so the log); reading verifies the signature, and the red-green gate also re-hashes the
     log and re-reads its test ids, so an edited or forged record or log is detected.
+
+    A record is bound to its place: the run id, its sequence number in the run, the phase,
+    and the commit and tree it ran on are all signed, so a record copied from another run,
+    moved to another place in this one, or replayed against another tree is refused.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    run_id: str = ""
+    """The run that observed it (set by the run store; a record read back must carry its
+    store's run id)."""
+    seq: int = 0
+    """Its place in the run (set by the run store: the number of its file)."""
+    phase: str | None = None
+    """The phase whose gates ran it (``red``, ``focused``, ``full``, …), if any."""
     gate: str
     """Gate (or focused-test step) name."""
     kind: EvidenceKind = EvidenceKind.GATE
@@ -56,8 +67,12 @@ class EvidenceRecord(BaseModel):
     """sha256 of the log's bytes."""
     commit: str
     """Downstream commit (HEAD of the worktree) the command ran on."""
+    tree: str = ""
+    """git tree of the whole worktree when the command started: tracked, modified and
+    untracked files (ignored ones excepted). Equal to ``commit``'s tree unless dirty."""
     dirty: bool = False
-    """The worktree had uncommitted changes when the command ran."""
+    """The worktree differed from ``commit`` when the command started (modified or
+    untracked files)."""
     sandbox: str = ""
     """Sandbox backend the command ran in."""
     timestamp: datetime

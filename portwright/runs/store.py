@@ -1,18 +1,21 @@
 """On-disk layout of a run::
 
-    <repo>/<state_dir>/runs/<run_id>/
+    <state folder>/runs/<run_id>/       (see :class:`portwright.project.Project`)
         run.json                    the manifest: version, commit, rules digests, config
         evidence/0001-unit.json     one EvidenceRecord per observation, numbered in order
         logs/0001-unit.log          the full output of that command
 
-That folder is inside the downstream worktree, which sandboxed (untrusted) code can write.
-So the store trusts only what it signed itself: :meth:`RunStore.add` sets each record's
+That folder lies outside every tree a sandbox mounts, and the store writes its files
+without following links (``O_NOFOLLOW``; evidence files are never overwritten). Still, it
+trusts only what it signed itself: :meth:`RunStore.add` binds each record to the run (run
+id, sequence number) and sets its
 ``mac``, an HMAC-SHA256 with this machine's evidence key (:mod:`portwright.runs.keys`, kept
 outside every repository and every sandbox) over the record's canonical JSON, which
 includes the log's sha256. :meth:`RunStore.records` verifies every record and raises
 :class:`UntrustedEvidence` naming the file whose signature is missing or wrong;
 :meth:`RunStore.untrusted` lists every such file. A record copied from another machine,
-or rewritten together with its log and digest, does not verify.
+or rewritten together with its log and digest, does not verify; a record signed for
+another run, or moved to another number in this one, is refused.
 
 What the signature does not show: that no record was deleted (the files are numbered, so
 a gap is visible, but the last ones can go unnoticed).
@@ -22,7 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,6 +45,38 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def _slug(name: str) -> str:
     return _SAFE.sub("_", name).strip("_") or "gate"
+
+
+def _write_new(path: Path, data: bytes, *, replace: bool = False) -> None:
+    """Write ``path`` without following a link there; refuse an existing file unless
+    ``replace`` (then a link or other non-file in its place is still refused)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags |= os.O_TRUNC if replace else os.O_EXCL
+    fd = os.open(path, flags, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UntrustedEvidence("not a regular file", file=path, fix=_UNTRUSTED_FIX)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def _read_regular(path: Path, cap: int = 16 * 1024 * 1024) -> bytes:
+    """The bytes of ``path``, a regular file (never through a link), at most ``cap``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise UntrustedEvidence(f"not a regular file ({exc.strerror})", file=path,
+                                fix=_UNTRUSTED_FIX) from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UntrustedEvidence("not a regular file", file=path, fix=_UNTRUSTED_FIX)
+        data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise UntrustedEvidence(f"larger than {cap} bytes", file=path, fix=_UNTRUSTED_FIX)
+    return data
 
 
 class UntrustedEvidence(ParityFileError):
@@ -98,7 +135,8 @@ class RunStore:
         manifest = RunManifest(run_id=self.run_id, command=command, commit=commit,
                                portwright=__version__, created=datetime.now(UTC),
                                rules=rules_digests, config=config.model_dump(mode="json"))
-        path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        _write_new(path, (manifest.model_dump_json(indent=2) + "\n").encode("utf-8"),
+                   replace=True)
         return path
 
     def manifest(self) -> RunManifest | None:
@@ -111,16 +149,19 @@ class RunStore:
         """Store a log; returns (path relative to the run directory, sha256)."""
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         path = self.logs_dir / f"{self._next_seq():04d}-{_slug(name)}.log"
-        path.write_bytes(data)
+        _write_new(path, data, replace=True)
         return path.relative_to(self.dir).as_posix(), hashlib.sha256(data).hexdigest()
 
     def add(self, record: EvidenceRecord) -> Path:
-        """Sign ``record`` and write it as the next numbered evidence file."""
+        """Bind ``record`` to this run (run id, next sequence number), sign it and write it
+        as the next numbered evidence file (never through a link, never over a file)."""
         key = self._signing_key()
+        seq = self._next_seq()
+        record = record.model_copy(update={"run_id": self.run_id, "seq": seq, "mac": None})
         record = record.model_copy(update={"mac": record.sign(key)})
         self.evidence_dir.mkdir(parents=True, exist_ok=True)
-        path = self.evidence_dir / f"{self._next_seq():04d}-{_slug(record.gate)}.json"
-        path.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        path = self.evidence_dir / f"{seq:04d}-{_slug(record.gate)}.json"
+        _write_new(path, (record.model_dump_json(indent=2) + "\n").encode("utf-8"))
         logger.debug("evidence %s: %s passed=%s", path.name, record.gate, record.passed)
         return path
 
@@ -131,7 +172,7 @@ class RunStore:
         missing or was not made with this store's key.
         """
         try:
-            record = EvidenceRecord.model_validate_json(path.read_bytes())
+            record = EvidenceRecord.model_validate_json(_read_regular(path))
         except ValidationError as exc:
             raise UntrustedEvidence(f"not an evidence record: {exc.errors()[0]['msg']}",
                                     file=path, fix=_UNTRUSTED_FIX) from exc
@@ -141,6 +182,15 @@ class RunStore:
         if not record.signed_by(self._signing_key()):
             raise UntrustedEvidence("not written by portwright on this machine: signature "
                                     "mismatch (edited, forged or signed with another key)",
+                                    file=path, fix=_UNTRUSTED_FIX)
+        if record.run_id != self.run_id:
+            raise UntrustedEvidence(f"a record of run {record.run_id!r}, not of this run "
+                                    f"({self.run_id!r}): copied from another run",
+                                    file=path, fix=_UNTRUSTED_FIX)
+        number = path.name.split("-", 1)[0]
+        if not number.isdigit() or int(number) != record.seq:
+            raise UntrustedEvidence(f"record number {record.seq} of this run stored as "
+                                    f"{path.name}: moved or replayed out of order",
                                     file=path, fix=_UNTRUSTED_FIX)
         return record
 
@@ -171,16 +221,36 @@ class RunStore:
 
     def log_digest(self, record: EvidenceRecord) -> str | None:
         """sha256 of the log ``record`` points at, as it is on disk now (None if missing)."""
+        path = self._log_path(record)
+        if path is None:
+            return None
+        digest = hashlib.sha256()
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+    def _log_path(self, record: EvidenceRecord) -> Path | None:
+        """Where ``record``'s log is, when it names a file of this run's logs folder."""
         if record.log is None:
             return None
-        path = (self.dir / record.log).resolve()
-        if not path.is_relative_to(self.dir.resolve()) or not path.is_file():
+        rel = Path(record.log)
+        if rel.is_absolute() or ".." in rel.parts or rel.parts[:1] != ("logs",):
             return None
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return self.dir / rel
 
     def log_text(self, record: EvidenceRecord) -> str:
         """The log of ``record`` as text ('' when missing)."""
-        if record.log is None:
+        path = self._log_path(record)
+        if path is None:
             return ""
-        path = self.dir / record.log
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        try:
+            return _read_regular(path, cap=1 << 30).decode("utf-8", errors="replace")
+        except UntrustedEvidence:
+            return ""

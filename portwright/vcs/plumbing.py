@@ -162,3 +162,22 @@ def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
         blobs[sha] = out[pos:pos + size]
         pos += size + 1
     return blobs
+
+
+def snapshot(repo: Path) -> tuple[str, str, bool]:
+    """``(HEAD sha, tree sha, dirty)`` of the worktree as it is now: the tree holds tracked,
+    modified and untracked files (ignored ones excepted), written through a private index so
+    the worktree's own index is untouched; ``dirty`` when it differs from HEAD's tree."""
+    head = git(repo, "rev-parse", "HEAD").decode().strip()
+    head_tree = git(repo, "rev-parse", "HEAD^{tree}").decode().strip()
+    with tempfile.TemporaryDirectory(prefix="portwright-index-") as folder:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(folder) / "index")}
+        for args in (("read-tree", "HEAD"), ("add", "-A", "--", "."), ("write-tree",)):
+            done = run(repo, *args, env=env)
+            if done.returncode != 0:
+                message = done.stderr.decode("utf-8", "replace").strip()
+                raise RepositoryError(f"git {args[0]} failed while reading the worktree: "
+                                      f"{message}", file=repo,
+                                      fix="check the worktree is a readable git checkout")
+    tree = done.stdout.decode().strip()
+    return head, tree, tree != head_tree

@@ -73,8 +73,11 @@ def test_forged_red_record(world: World, sandbox: LocalSandbox, store: RunStore)
     store.add(forged)
     verdict = check_red_green(world.repo, store, tests=TESTS)
     assert not verdict.passed
-    assert verdict.messages == ["run-1/red record (focused): the test ids recorded are not "
-                                "those in its log (edited or forged evidence)"]
+    assert verdict.messages == [
+        "run-1/red record (focused): the test ids recorded are not those in its log (edited "
+        "or forged evidence)",
+        "red record #2 was observed after green record #1: red must come first, on the tree "
+        "without the implementation"]
 
 
 def test_edited_log_is_detected(world: World, sandbox: LocalSandbox, store: RunStore) -> None:
