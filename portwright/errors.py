@@ -11,6 +11,8 @@
     │   └── RepositoryError        not a git repository, dirty tree, missing checkout
     ├── ToolError                  a tool call the agent loop answers back to the model
     │   └── ConfinementError       a path that leaves the worktree / a write to upstream
+    ├── UnsafePath                 a path in an untrusted tree the host will not open: a
+    │                              link, `..`, not a regular file/directory, over its cap
     └── RunFailure                 a run cannot go on; it ends ``blocked`` with this reason
         ├── BudgetExhausted        tokens, cost, calls or wall time ran out
         ├── GateFailed             a gate did not pass
@@ -88,6 +90,20 @@ class ToolError(PortwrightError):
 
 class ConfinementError(ToolError):
     """A path leaves the run's worktree, or a write targets the read-only upstream."""
+
+
+class UnsafePath(PortwrightError):
+    """A path inside a tree sandboxed code can write that the host refuses to open: it goes
+    through a symbolic link, up (``..``) or from ``/``, names something that is neither a
+    regular file nor a directory, changed under the walk, or holds more than allowed.
+
+    Raised by :mod:`portwright.safefs`; the agent tools answer it to the model as a
+    :class:`ConfinementError`, other callers treat the file as untrustworthy."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path!r} {reason}")
 
 
 class RunFailure(PortwrightError):
