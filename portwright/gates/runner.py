@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from portwright.config import PortwrightConfig
 from portwright.errors import GateFailed, RulesError
+from portwright.gates.command import run_command
 from portwright.gates.models import GateResult
-from portwright.gates.testids import from_junit, from_output
 from portwright.rules import Phase, ResolvedGate, Rules
 from portwright.runs.models import EvidenceKind, EvidenceRecord
 from portwright.runs.store import RunStore
-from portwright.sandboxes.base import ExecResult, Sandbox
+from portwright.sandboxes.base import Sandbox
 from portwright.vcs import plumbing
 
 if TYPE_CHECKING:
@@ -69,91 +69,6 @@ class GateContext:
 
             self._upstream = Project(self.repo, self.config).upstream_repo()
         return self._upstream
-
-
-JUNIT_MARKER = b"\n--- junit ---\n"
-STDERR_MARKER = b"\n--- stderr ---\n"
-
-
-def _streams(result: ExecResult) -> tuple[bytes, bytes]:
-    """The whole stdout and stderr of a command (head + tail when no log was kept)."""
-    if result.log_path and Path(result.log_path).is_file():
-        from portwright.sandboxes import read_log
-
-        try:
-            return read_log(Path(result.log_path))
-        except ValueError:
-            return Path(result.log_path).read_bytes(), b""
-    out = result.stdout_head + (result.stdout_tail if result.stdout_bytes > len(
-        result.stdout_head.encode()) else "")
-    err = result.stderr_head + (result.stderr_tail if result.stderr_bytes > len(
-        result.stderr_head.encode()) else "")
-    return out.encode(), err.encode()
-
-
-def run_command(
-    sandbox: Sandbox,
-    command: str,
-    *,
-    repo: Path,
-    name: str,
-    kind: EvidenceKind = EvidenceKind.GATE,
-    directory: str = "",
-    timeout: float | None = None,
-    junit: str | None = None,
-    store: RunStore | None = None,
-    phase: str | None = None,
-) -> tuple[EvidenceRecord, str]:
-    """Run ``command`` (a shell line) in ``sandbox`` from ``directory`` of the worktree and
-    record what was observed. Returns the record and the command's output text."""
-    junit_path = (repo / directory / junit) if junit else None
-    if junit_path is not None and junit_path.exists():
-        junit_path.unlink()  # a stale report from an earlier run must not count
-    cwd = Path(directory) if directory else None
-    sha, tree, dirty = plumbing.snapshot(repo)
-    result = sandbox.exec(["sh", "-c", command], timeout=timeout, cwd=cwd)
-    out, err = _streams(result)
-    data = out + STDERR_MARKER + err
-    output = (out + b"\n" + err).decode("utf-8", errors="replace")
-    passed_ids: list[str] = []
-    failed_ids: list[str] = []
-    messages: list[str] = []
-    if junit_path is not None:
-        if junit_path.is_file():
-            data += JUNIT_MARKER + junit_path.read_bytes()
-            try:
-                passed_ids, failed_ids = from_junit(junit_path)
-            except GateFailed as exc:
-                messages.append(str(exc))
-        else:
-            messages.append(f"{junit_path.relative_to(repo).as_posix()}: the command wrote no "
-                            "JUnit report where the gate declares one")
-    else:
-        passed_ids, failed_ids = from_output(output)
-    if result.timed_out:
-        messages.append(f"timed out after {timeout}s and was killed")
-    if result.oom_killed:
-        messages.append("killed for memory")
-    if result.capped:
-        messages.append("output exceeded the cap; killed")
-    log_name = log_digest = None
-    if store is not None:
-        log_name, log_digest = store.write_log(name, data)
-    else:
-        import hashlib
-
-        log_digest = hashlib.sha256(data).hexdigest()
-    passed = result.ok and not failed_ids and not (junit_path is not None and messages)
-    record = EvidenceRecord(
-        gate=name, kind=kind, phase=phase, command=command, exit_code=result.exit_code,
-        passed=passed, duration=round(result.duration, 3), tests_passed=passed_ids,
-        tests_failed=failed_ids, log=log_name, log_sha256=log_digest, commit=sha, tree=tree,
-        dirty=dirty,
-        sandbox=getattr(sandbox, "name", ""), timestamp=datetime.now(UTC), messages=messages,
-    )
-    if store is not None:
-        store.add(record)
-    return record, output
 
 
 def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:

@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -151,6 +152,22 @@ class RunStore:
         path = self.logs_dir / f"{self._next_seq():04d}-{_slug(name)}.log"
         _write_new(path, data, replace=True)
         return path.relative_to(self.dir).as_posix(), hashlib.sha256(data).hexdigest()
+
+    def write_log_chunks(self, name: str, chunks: Iterable[bytes]) -> tuple[str, str]:
+        """Store a log given in pieces (bounded memory); returns (path relative to the run
+        directory, sha256)."""
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        path = self.logs_dir / f"{self._next_seq():04d}-{_slug(name)}.log"
+        digest = hashlib.sha256()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+        with os.fdopen(fd, "wb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise UntrustedEvidence("not a regular file", file=path, fix=_UNTRUSTED_FIX)
+            for chunk in chunks:
+                digest.update(chunk)
+                handle.write(chunk)
+        return path.relative_to(self.dir).as_posix(), digest.hexdigest()
 
     def add(self, record: EvidenceRecord) -> Path:
         """Bind ``record`` to this run (run id, next sequence number), sign it and write it

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
@@ -144,6 +144,31 @@ class OutputSink:
             log_path=str(self.log_path),
             log_sha256=digest,
         )
+
+
+def iter_log(path: Path, stream: Stream, *, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The logged bytes of one ``stream`` of a framed log file, in pieces of at most
+    ``chunk`` bytes: the whole output in bounded memory. The file is opened without
+    following a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        pos = 0
+        while header := handle.readline(64):
+            match = _HEADER.match(header)
+            if match is None:
+                raise ValueError(f"{path}: not a portwright log at byte {pos}")
+            size = int(match.group(2))
+            pos += len(header) + size + 1
+            if match.group(1).decode() != stream:
+                handle.seek(size + 1, os.SEEK_CUR)
+                continue
+            while size > 0:
+                piece = handle.read(min(size, chunk))
+                if not piece:
+                    raise ValueError(f"{path}: the log ends inside a record")
+                size -= len(piece)
+                yield piece
+            handle.read(1)
 
 
 def read_log(path: Path) -> tuple[bytes, bytes]:
