@@ -3,8 +3,9 @@
 Every path goes through :class:`Workspace`, which confines the agent: the run's
 downstream worktree read-write, the upstream repository read-only and only at the pin
 (read through git, never through its working tree). Absolute paths, ``..`` out of the
-worktree, writes into ``.git`` or into the upstream checkout are refused with a
-:class:`~portwright.errors.ConfinementError`, which the agent loop answers back to the model.
+worktree, writes into ``.git``, into the upstream checkout or to a protected path
+(:mod:`portwright.protected`) are refused with a :class:`~portwright.errors.ConfinementError`,
+which the agent loop answers back to the model.
 
 Sandboxed code writes the same worktree while the tools run, so a path is never checked
 and then opened: every downstream file is opened through :mod:`portwright.safefs`, which
@@ -35,6 +36,7 @@ from portwright import safefs
 from portwright.agents.llm import ToolSpec
 from portwright.errors import ConfinementError, PortwrightError, ToolError, UnsafePath
 from portwright.globs import match_any
+from portwright.protected import is_protected, protected_change
 from portwright.sandboxes.base import Sandbox
 from portwright.vcs.git import open_repo
 
@@ -90,8 +92,13 @@ class Workspace:
 
     def writable(self, rel: str) -> str:
         """``rel`` as a path inside the worktree that this step may write, or a
-        :class:`ConfinementError` (upstream checkout, write globs)."""
+        :class:`ConfinementError` (upstream checkout, protected path, write globs). Files
+        protected in part (``pyproject.toml``) are checked on the bytes, by :meth:`write_bytes`."""
         inside = self.inside(rel)
+        if is_protected(inside):
+            raise ConfinementError(
+                f"{rel!r} is a protected path (it steers portwright or the test runner); it is "
+                "read from the commit the run started at and may not be written")
         upstream = self._upstream_in_worktree()
         if upstream is not None and (inside == upstream or inside.startswith(upstream + "/")):
             raise ConfinementError(
@@ -130,9 +137,17 @@ class Workspace:
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Replace (or create, with its folders) the file ``rel`` in the worktree, unless
-        this step may not write it."""
+        this step may not write it or the change touches a protected path."""
         inside = self.writable(rel)
         with _opening(rel, "no such folder in the worktree"):
+            try:
+                before: bytes | None = safefs.read_file(self.worktree, inside,
+                                                        cap=self.read_cap)
+            except FileNotFoundError:
+                before = None
+            why = protected_change(inside, before, data)
+            if why is not None:
+                raise ConfinementError(f"{rel!r} may not be written: {why}")
             safefs.write_file(self.worktree, inside, data)
 
     def list_downstream(self, rel: str) -> list[str]:
