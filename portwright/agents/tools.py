@@ -2,10 +2,16 @@
 
 Every path goes through :class:`Workspace`, which confines the agent: the run's
 downstream worktree read-write, the upstream repository read-only and only at the pin
-(read through git, never through its working tree). Absolute paths, ``..`` and symlinks
-that leave the worktree, writes into ``.git`` or into the upstream checkout are refused
-with a :class:`~portwright.errors.ConfinementError`, which the agent loop answers back to
-the model.
+(read through git, never through its working tree). Absolute paths, ``..`` out of the
+worktree, writes into ``.git``, into the upstream checkout or to a protected path
+(:mod:`portwright.protected`) are refused with a :class:`~portwright.errors.ConfinementError`,
+which the agent loop answers back to the model.
+
+Sandboxed code writes the same worktree while the tools run, so a path is never checked
+and then opened: every downstream file is opened through :mod:`portwright.safefs`, which
+walks from the worktree root one component at a time and follows no symbolic link (a link
+anywhere on the way is refused, not resolved). Listings and searches do not descend through
+links either.
 """
 
 from __future__ import annotations
@@ -14,7 +20,11 @@ import json
 import logging
 import posixpath
 import re
-from collections.abc import Callable, Sequence
+import stat
+import string
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -22,9 +32,11 @@ from typing import Any, Literal
 import git
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from portwright import safefs
 from portwright.agents.llm import ToolSpec
-from portwright.errors import ConfinementError, PortwrightError, ToolError
+from portwright.errors import ConfinementError, PortwrightError, ToolError, UnsafePath
 from portwright.globs import match_any
+from portwright.protected import is_protected, protected_change
 from portwright.sandboxes.base import Sandbox
 from portwright.vcs.git import open_repo
 
@@ -55,6 +67,8 @@ class Workspace:
     """Globs a write must match (None: anywhere in the worktree), e.g. the test paths."""
     write_never: list[str] = field(default_factory=list)
     """Globs no write may match, e.g. the test paths while implementing."""
+    read_cap: int = 8 * 1024 * 1024
+    """Most bytes of one downstream file the tools read; a larger file is refused, not cut."""
     _repos: dict[Path, git.Repo] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -64,26 +78,40 @@ class Workspace:
 
     # -- confinement -------------------------------------------------------------------
 
-    def downstream_path(self, rel: str, *, write: bool = False) -> Path:
-        """The real path of ``rel`` inside the worktree, or a :class:`ConfinementError`."""
-        path = _relative(rel, "worktree")
-        resolved = (self.worktree / path).resolve()
-        if not resolved.is_relative_to(self.worktree):
+    def inside(self, rel: str) -> str:
+        """``rel`` as a normal posix path inside the worktree (``.`` for its root), or a
+        :class:`ConfinementError`. Purely lexical: nothing is resolved, and the file
+        operations below follow no link, so ``a/../b`` is ``b`` whatever ``a`` is."""
+        normal = posixpath.normpath(_relative(rel, "worktree").as_posix())
+        if normal == ".." or normal.startswith("../"):
             raise ConfinementError(
-                f"{rel!r} leaves the worktree (it resolves outside it, through `..` or a "
-                "symlink); use a path inside the worktree"
-            )
-        inside = resolved.relative_to(self.worktree)
-        if ".git" in inside.parts:
+                f"{rel!r} leaves the worktree (through `..`); use a path inside the worktree")
+        if ".git" in normal.split("/"):
             raise ConfinementError(f"{rel!r} is inside .git; git state is the framework's")
-        if write and self.upstream is not None and resolved.is_relative_to(self.upstream):
+        return normal
+
+    def writable(self, rel: str) -> str:
+        """``rel`` as a path inside the worktree that this step may write, or a
+        :class:`ConfinementError` (upstream checkout, protected path, write globs). Files
+        protected in part (``pyproject.toml``) are checked on the bytes, by :meth:`write_bytes`."""
+        inside = self.inside(rel)
+        if is_protected(inside):
+            raise ConfinementError(
+                f"{rel!r} is a protected path (it steers portwright or the test runner); it is "
+                "read from the commit the run started at and may not be written")
+        upstream = self._upstream_in_worktree()
+        if upstream is not None and (inside == upstream or inside.startswith(upstream + "/")):
             raise ConfinementError(
                 f"{rel!r} is in the upstream checkout, which is read-only; write the "
                 "downstream file instead"
             )
-        if write:
-            self._check_write_globs(rel, inside.as_posix())
-        return resolved
+        self._check_write_globs(rel, inside)
+        return inside
+
+    def _upstream_in_worktree(self) -> str | None:
+        if self.upstream is None or not self.upstream.is_relative_to(self.worktree):
+            return None
+        return self.upstream.relative_to(self.worktree).as_posix()
 
     def _check_write_globs(self, rel: str, inside: str) -> None:
         if self.write_only is not None and not match_any(inside, self.write_only):
@@ -94,6 +122,55 @@ class Workspace:
             raise ConfinementError(
                 f"{rel!r} may not be written in this step (it matches "
                 f"{', '.join(self.write_never)}); the ported tests are fixed now")
+
+    # -- downstream files (through safefs: no link followed, no check-then-use) ---------
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The bytes of the regular file ``rel`` in the worktree (at most ``read_cap``)."""
+        inside = self.inside(rel)
+        with _opening(rel, "no such file in the worktree"):
+            return safefs.read_file(self.worktree, inside, cap=self.read_cap)
+
+    def read_text(self, rel: str) -> str:
+        """:meth:`read_bytes` as text (undecodable bytes replaced)."""
+        return self.read_bytes(rel).decode("utf-8", errors="replace")
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Replace (or create, with its folders) the file ``rel`` in the worktree, unless
+        this step may not write it or the change touches a protected path."""
+        inside = self.writable(rel)
+        with _opening(rel, "no such folder in the worktree"):
+            try:
+                before: bytes | None = safefs.read_file(self.worktree, inside,
+                                                        cap=self.read_cap)
+            except FileNotFoundError:
+                before = None
+            why = protected_change(inside, before, data)
+            if why is not None:
+                raise ConfinementError(f"{rel!r} may not be written: {why}")
+            safefs.write_file(self.worktree, inside, data)
+
+    def list_downstream(self, rel: str) -> list[str]:
+        """The entries of the folder ``rel`` (folders end in ``/``, links in ``@``; links
+        are shown, never followed; ``.git`` is left out)."""
+        inside = self.inside(rel)
+        with _opening(rel, "no such directory in the worktree"):
+            found = safefs.entries(self.worktree, inside)
+        return [name + ("/" if stat.S_ISDIR(info.st_mode) else
+                        "@" if stat.S_ISLNK(info.st_mode) else "")
+                for name, info in found if name != ".git"]
+
+    def downstream_path(self, rel: str, *, write: bool = False) -> Path:
+        """The path of ``rel`` in the worktree, reached without any link, or a
+        :class:`ConfinementError`. To read or write the file use :meth:`read_bytes` and
+        :meth:`write_bytes`: opening this path later is a check-then-use window."""
+        inside = self.writable(rel) if write else self.inside(rel)
+        with _opening(rel, "no such file in the worktree"):
+            info = safefs.stat(self.worktree, inside)
+        if info is not None and not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+            kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a special file"
+            raise ConfinementError(f"{rel!r} is {kind}; {_NO_LINKS}")
+        return self.worktree if inside == "." else self.worktree / inside
 
     def upstream_path(self, rel: str) -> str:
         """``rel`` as a path inside the upstream tree at the pin (never leaving it)."""
@@ -140,6 +217,23 @@ def _relative(rel: str, where: str) -> PurePosixPath:
     if "\0" in rel:
         raise ConfinementError("a path cannot hold a NUL byte")
     return PurePosixPath(rel)
+
+
+_NO_LINKS = ("the file tools open only regular files and folders, and never through a "
+             "symbolic link; use the real path inside the worktree")
+
+
+@contextmanager
+def _opening(rel: str, missing: str) -> Iterator[None]:
+    """Every error of a downstream file operation as a :class:`ToolError`."""
+    try:
+        yield
+    except UnsafePath as exc:
+        raise ConfinementError(f"{rel!r} {exc.reason}; {_NO_LINKS}") from exc
+    except FileNotFoundError as exc:
+        raise ToolError(f"{rel}: {missing}") from exc
+    except OSError as exc:
+        raise ToolError(f"{rel}: {(exc.strerror or str(exc)).lower()}") from exc
 
 
 class InvalidToolCall(ToolError):
@@ -192,7 +286,7 @@ class ListDirArgs(_Args):
 
 class SearchArgs(_Args):
     pattern: str = Field(min_length=1)
-    """Regular expression (or fixed text with fixed_strings) to search for."""
+    """Extended regular expression (``a|b``, ``(ab)+``), or fixed text with fixed_strings."""
     repo: Side = "downstream"
     """``downstream`` (the worktree) or ``upstream`` (at the pin)."""
     path: str | None = None
@@ -280,11 +374,7 @@ def _cited(path: str, start: int, end: int | None) -> tuple[str, int, int | None
 
 def read_file(ws: Workspace, args: ReadFileArgs) -> str:
     rel, start, end = _cited(args.path, args.start_line, args.end_line)
-    path = ws.downstream_path(rel)
-    if not path.is_file():
-        raise ToolError(f"{rel}: no such file in the worktree")
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return ws.cap(f"{rel}\n{_numbered(text, start, end)}")
+    return ws.cap(f"{rel}\n{_numbered(ws.read_text(rel), start, end)}")
 
 
 def show_upstream(ws: Workspace, args: ShowUpstreamArgs) -> str:
@@ -313,52 +403,94 @@ def list_dir(ws: Workspace, args: ListDirArgs) -> str:
             meta, _, name = line.partition("\t")
             entries.append(name + "/" if meta.split()[1] == "tree" else name)
     else:
-        path = ws.downstream_path(args.path)
-        if not path.is_dir():
-            raise ToolError(f"{args.path}: no such directory in the worktree")
-        entries = [p.name + ("/" if p.is_dir() else "") for p in path.iterdir()
-                   if p.name != ".git"]
+        entries = ws.list_downstream(args.path)
     entries.sort()
     return ws.cap("\n".join(entries) or "(empty directory)", "list a subdirectory")
 
 
 def search(ws: Workspace, args: SearchArgs) -> str:
-    repo = ws.repo(args.repo)
-    flags = ["-n", "-I", "--no-color"]
-    if args.fixed_strings:
-        flags.append("-F")
+    pathspec = _pathspec(ws, args.repo, args.path)
+    if args.repo == "downstream":
+        return ws.cap(_search_downstream(ws, args, pathspec), "narrow the pattern or the path")
+    repo, rev = ws.repo("upstream"), ws.rev("upstream")
+    flags = ["-n", "-I", "--no-color", "-F" if args.fixed_strings else "-E"]
     if args.ignore_case:
         flags.append("-i")
-    pathspec = _pathspec(ws, args.repo, args.path)
-    if args.repo == "upstream":
-        rev = ws.rev("upstream")
-        argv = [*flags, "-e", args.pattern, rev, "--", *pathspec]
-    else:
-        argv = [*flags, "--untracked", "-e", args.pattern, "--", *pathspec]
     try:
-        out = str(repo.git.grep(*argv))
+        out = str(repo.git.grep(*flags, "-e", args.pattern, rev, "--", *pathspec))
     except git.GitCommandError as exc:
         if exc.status == 1:
             return "no matches"
         raise ToolError(f"search failed: {str(exc.stderr).strip()}") from exc
-    if args.repo == "upstream":
-        prefix = f"{ws.rev('upstream')}:"
-        out = "\n".join(line.removeprefix(prefix) for line in out.splitlines())
+    out = "\n".join(line.removeprefix(f"{rev}:") for line in out.splitlines())
     return ws.cap(out, "narrow the pattern or the path")
+
+
+def _search_downstream(ws: Workspace, args: SearchArgs, pathspec: list[str]) -> str:
+    """``git grep --untracked`` done safely: git only names the candidate files (tracked,
+    and untracked but not ignored); their bytes are read through safefs, so a file reached
+    through a link, or swapped for one, is never read."""
+    pattern = _compiled(args)
+    try:
+        listed = str(ws.repo("downstream").git.ls_files(
+            "-z", "--cached", "--others", "--exclude-standard", "--", *pathspec))
+    except git.GitCommandError as exc:
+        raise ToolError(f"search failed: {str(exc.stderr).strip()}") from exc
+    found: list[str] = []
+    large = 0
+    for name in sorted(set(listed.split("\0")) - {""}):
+        try:
+            data = safefs.read_file(ws.worktree, name, cap=ws.read_cap)
+        except (UnsafePath, OSError):  # a link, a special file, deleted, or too large
+            large += _over_cap(ws, name)
+            continue
+        if b"\0" in data[:8000]:
+            continue  # binary, as git grep -I
+        lines = data.decode("utf-8", errors="replace").split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        found.extend(f"{name}:{n}:{line}" for n, line in enumerate(lines, 1)
+                     if pattern.search(line))
+    if large:
+        found.append(f"[{large} files over {ws.read_cap} bytes not searched]")
+    return "\n".join(found) or "no matches"
+
+
+_POSIX_CLASSES = {"[:alpha:]": "a-zA-Z", "[:digit:]": "0-9", "[:alnum:]": "a-zA-Z0-9",
+                  "[:upper:]": "A-Z", "[:lower:]": "a-z", "[:space:]": r"\s", "[:blank:]": r" \t",
+                  "[:xdigit:]": "0-9A-Fa-f", "[:punct:]": re.escape(string.punctuation),
+                  "[:word:]": r"\w"}
+"""POSIX bracket classes of ``git grep -E``, in Python's spelling."""
+
+
+def _compiled(args: SearchArgs) -> re.Pattern[str]:
+    """The pattern of a downstream search, read as ``git grep -E`` reads it upstream."""
+    text = re.escape(args.pattern) if args.fixed_strings else args.pattern
+    if not args.fixed_strings:
+        for posix, python in _POSIX_CLASSES.items():
+            text = text.replace(posix, python)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # "possible nested set"
+            return re.compile(text, re.IGNORECASE if args.ignore_case else 0)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression: {exc}; fix it or use fixed_strings"
+                        ) from exc
+
+
+def _over_cap(ws: Workspace, name: str) -> bool:
+    """Whether ``name`` was left out of a search for its size (not for being a link)."""
+    try:
+        info = safefs.stat(ws.worktree, name)
+    except (UnsafePath, OSError):
+        return False
+    return info is not None and stat.S_ISREG(info.st_mode) and info.st_size > ws.read_cap
 
 
 def _pathspec(ws: Workspace, side: Side, path: str | None) -> list[str]:
     if path is None:
         return []
-    if side == "upstream":
-        rel = ws.upstream_path(path)
-    else:
-        _relative(path, "worktree")
-        normal = posixpath.normpath(path)
-        if normal == ".." or normal.startswith("../"):
-            raise ConfinementError(f"{path!r} leaves the worktree")
-        rel = normal
-    return [rel or "."]
+    return [(ws.upstream_path(path) if side == "upstream" else ws.inside(path)) or "."]
 
 
 def git_history(ws: Workspace, args: HistoryArgs) -> str:
@@ -373,19 +505,17 @@ def git_history(ws: Workspace, args: HistoryArgs) -> str:
 
 
 def write_file(ws: Workspace, args: WriteFileArgs) -> str:
-    path = ws.downstream_path(args.path, write=True)
-    if path.is_dir():
-        raise ToolError(f"{args.path} is a directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(args.content, encoding="utf-8")
-    return f"wrote {len(args.content.encode())} bytes to {args.path}"
+    data = args.content.encode()
+    ws.write_bytes(args.path, data)
+    return f"wrote {len(data)} bytes to {args.path}"
 
 
 def edit_file(ws: Workspace, args: EditFileArgs) -> str:
-    path = ws.downstream_path(args.path, write=True)
-    if not path.is_file():
-        raise ToolError(f"{args.path}: no such file in the worktree")
-    text = path.read_text(encoding="utf-8")
+    ws.writable(args.path)  # refuse before reading what this step may not write anyway
+    try:
+        text = ws.read_bytes(args.path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{args.path} is not UTF-8 text; write the whole file instead") from exc
     count = text.count(args.search)
     if count == 0:
         raise ToolError(f"{args.path}: the search text is not in the file; read the file and "
@@ -393,7 +523,7 @@ def edit_file(ws: Workspace, args: EditFileArgs) -> str:
     if count > 1:
         raise ToolError(f"{args.path}: the search text occurs {count} times; include more "
                         "surrounding lines so it is unique")
-    path.write_text(text.replace(args.search, args.replace, 1), encoding="utf-8")
+    ws.write_bytes(args.path, text.replace(args.search, args.replace, 1).encode())
     line = text[: text.index(args.search)].count("\n") + 1
     return f"edited {args.path} at line {line}"
 
@@ -459,10 +589,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          ReadFileArgs, read_file),
     Tool("show_upstream", "Show an upstream file (at the pin) with line numbers, optionally "
          "a line range: cite it as path:start-end.", ShowUpstreamArgs, show_upstream),
-    Tool("list_dir", "List a directory of the downstream worktree or of upstream at the pin.",
-         ListDirArgs, list_dir),
-    Tool("search", "Search file contents (git grep) downstream or upstream at the pin.",
-         SearchArgs, search),
+    Tool("list_dir", "List a directory of the downstream worktree or of upstream at the pin "
+         "(folders end in /, symbolic links in @).", ListDirArgs, list_dir),
+    Tool("search", "Search file contents, like git grep -E (downstream: tracked and untracked "
+         "files, not ignored ones) or upstream at the pin.", SearchArgs, search),
     Tool("git_history", "Search git history (log -S / -G) downstream or upstream up to the pin.",
          HistoryArgs, git_history),
     Tool("gap_evidence", "What the framework found for symbols upstream at the pin and "
@@ -515,5 +645,7 @@ class Toolbox:
             raise InvalidToolCall(f"arguments of {name} do not fit its schema: {problems}") from exc
         try:
             return tool.fn(self.workspace, args)
+        except UnsafePath as exc:
+            raise ConfinementError(f"{name} refused: {exc}; {_NO_LINKS}") from exc
         except (OSError, UnicodeError) as exc:
             raise ToolError(f"{name} failed: {exc}") from exc

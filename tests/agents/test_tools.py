@@ -208,3 +208,44 @@ def test_citations_work_as_paths(pair: dict[str, Any]) -> None:
         "notes.txt\n     2\tbeta\n[lines 3-3 not shown]")
     with pytest.raises(ConfinementError):
         call(tools, "read_file", path="../upstream/src/attn.py:1-2")
+
+
+@pytest.mark.parametrize(("pattern", "extra"), [
+    ("rope_scaling|other", {}), (r"return x \* 2", {}), (r"\bother\b", {}), ("(def )+r", {}),
+    ("DEF", {"ignore_case": True}), ("x * 2", {"fixed_strings": True}),
+    ("[[:alpha:]_]+[(]x", {}), ("[[:digit:]]$", {}),
+])
+def test_search_reads_a_pattern_alike_downstream_and_upstream(pair: dict[str, Any],
+                                                              pattern: str,
+                                                              extra: dict[str, Any]) -> None:
+    tools = box(pair)
+    upstream = pair["upstream"].path / "src/attn.py"
+    call(tools, "write_file", path="src/attn.py", content=upstream.read_text())
+    found = {side: call(tools, "search", pattern=pattern, repo=side, path="src", **extra)
+             for side in ("downstream", "upstream")}
+    assert found["downstream"] == found["upstream"] != "no matches"
+
+
+def test_a_bad_pattern_is_a_tool_error(pair: dict[str, Any]) -> None:
+    for side in ("downstream", "upstream"):
+        with pytest.raises(ToolError):
+            call(box(pair), "search", pattern="(", repo=side)
+
+
+def test_listings_mark_links_and_do_not_follow_them(pair: dict[str, Any]) -> None:
+    root = pair["downstream"].path
+    (root / "up").symlink_to(pair["upstream"].path)
+    assert call(box(pair), "list_dir") == "AGENTS.md\nlib/\nnotes.txt\nup@"
+    with pytest.raises(ConfinementError, match="symbolic link"):
+        call(box(pair), "list_dir", path="up")
+
+
+def test_downstream_path_refuses_links_and_loops(pair: dict[str, Any]) -> None:
+    root, workspace = pair["downstream"].path, pair["workspace"]
+    (root / "key").symlink_to(root.parent / "secret")
+    (root / "loop").symlink_to("loop")
+    assert workspace.downstream_path("lib/../notes.txt") == root / "notes.txt"
+    assert workspace.downstream_path("lib/missing.cpp") == root / "lib/missing.cpp"
+    for rel in ("key", "loop", "loop/x", "../x", ".git/config"):
+        with pytest.raises(ConfinementError):
+            workspace.downstream_path(rel)
