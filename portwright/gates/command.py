@@ -107,6 +107,27 @@ def _excerpt(result: ExecResult) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def _read_junit(repo: Path, rel: str,
+                messages: list[str]) -> tuple[bytes | None, list[str], list[str]]:
+    """The JUnit report the command wrote at ``rel`` and its (passed, failed) ids; what
+    went wrong is appended to ``messages``."""
+    try:
+        data = safefs.read_file(repo, rel, cap=JUNIT_CAP)
+    except FileNotFoundError:
+        messages.append(f"{rel}: the command wrote no JUnit report where the gate declares one")
+        return None, [], []
+    except (UnsafePath, OSError) as exc:
+        messages.append(f"{rel}: not read ({exc}); a JUnit report must be a regular file the "
+                        "command wrote")
+        return None, [], []
+    try:
+        passed, failed = from_junit_text(data.decode("utf-8", errors="replace"))
+    except GateFailed as exc:
+        messages.append(f"{rel}: {exc}")
+        return data, [], []
+    return data, passed, failed
+
+
 def run_command(
     sandbox: Sandbox,
     command: str,
@@ -137,20 +158,7 @@ def run_command(
     passed_ids: list[str] = []
     failed_ids: list[str] = []
     if junit_rel is not None and not messages:
-        try:
-            junit_bytes = safefs.read_file(repo, junit_rel, cap=JUNIT_CAP)
-        except FileNotFoundError:
-            messages.append(f"{junit_rel}: the command wrote no JUnit report where the gate "
-                            "declares one")
-        except (UnsafePath, OSError) as exc:
-            messages.append(f"{junit_rel}: not read ({exc}); a JUnit report must be a regular "
-                            "file the command wrote")
-        if junit_bytes is not None:
-            try:
-                passed_ids, failed_ids = from_junit_text(
-                    junit_bytes.decode("utf-8", errors="replace"))
-            except GateFailed as exc:
-                messages.append(f"{junit_rel}: {exc}")
+        junit_bytes, passed_ids, failed_ids = _read_junit(repo, junit_rel, messages)
     scanner = _IdScanner() if junit_rel is None else None
     chunks = _log(result, junit_bytes, scanner)
     if store is not None:

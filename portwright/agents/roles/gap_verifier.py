@@ -19,7 +19,7 @@ from portwright.agents.prompting import Excerpt, cite_around
 from portwright.agents.results import GapVerdict
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
 from portwright.agents.tools import Workspace
-from portwright.errors import ConfinementError
+from portwright.errors import ToolError
 from portwright.evidence.gap import RowEvidence
 from portwright.evidence.names import variants
 from portwright.vcs.git import open_repo
@@ -99,12 +99,9 @@ def _check_downstream(ref: str, spellings: set[str], workspace: Workspace) -> st
             return None  # an absence, not a citation
         return f"downstream ref {ref!r} is not path:line or path:start-end"
     try:
-        path = workspace.downstream_path(match["path"])
-    except ConfinementError as exc:
+        lines = workspace.read_text(match["path"]).splitlines()
+    except ToolError as exc:
         return f"downstream ref {ref!r}: {exc}"
-    if not path.is_file():
-        return f"downstream ref {ref!r}: no such file in the worktree"
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     start = int(match["start"])
     end = int(match["end"] or start)
     if not 1 <= start <= end <= len(lines):
