@@ -201,15 +201,28 @@ class ModelConfig(_Model):
     """Maximum tool-calling steps of one agent turn."""
 
 
-class ApprovalsConfig(_Model):
-    """Where a run stops and waits for a person."""
+Policy = Literal["always", "never", "unusual"]
 
-    after_spec: bool = False
-    """Wait for approval once the spec passes its checks."""
-    before_advance: bool = True
-    """Wait for approval before the pin moves."""
-    before_pr: bool = False
-    """Wait for approval before the pull request is opened."""
+
+class ApprovalsConfig(_Model):
+    """Where a run stops and waits for a person: ``always``, ``never`` (autonomous runs) or
+    ``unusual`` (only when something is: a deferred surface item, a gate retried, a bound
+    nearly spent)."""
+
+    spec: Policy = "unusual"
+    """Once the spec passes its checks, before any test is ported."""
+    advance: Policy = "always"
+    """Once the change is reviewed and reconciled, before it is committed as done."""
+    pr: Policy = "never"
+    """Before the pull request is opened."""
+
+
+class RunsConfig(_Model):
+    """Where runs keep their checkpoints."""
+
+    checkpoint_url: str | None = None
+    """``postgresql://…`` to keep checkpoints in Postgres (``portwright[postgres]``), for
+    runs resumed on other machines; unset: an SQLite file in the state folder."""
 
 
 class BoundsConfig(_Model):
@@ -242,6 +255,8 @@ class PortwrightConfig(_Model):
     """Human-in-the-loop policy."""
     bounds: BoundsConfig = Field(default_factory=BoundsConfig)
     """Loop bounds."""
+    runs: RunsConfig = Field(default_factory=RunsConfig)
+    """Checkpoints of runs."""
     state_dir: str | None = None
     """Folder for run state, caches and the upstream clone, shared by projects (each gets
     ``projects/<name>-<hash>`` in it). An absolute path outside every repository: sandboxed

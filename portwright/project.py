@@ -118,14 +118,28 @@ class Project:
             base = default_state_home(self.environ)
         else:
             base = self._checked_state_base(configured)
-        common = plumbing.git(self.root, "rev-parse", "--path-format=absolute",
-                              "--git-common-dir").decode().strip()
-        main = Path(common)
+        main = self._common_dir
         name = main.parent.name if main.name == ".git" else main.name.removesuffix(".git")
         digest = hashlib.sha256(str(main.resolve()).encode()).hexdigest()[:12]
         folder = base / "projects" / f"{_SLUG.sub('_', name).strip('_') or 'repo'}-{digest}"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         return folder
+
+    @cached_property
+    def _common_dir(self) -> Path:
+        out = plumbing.git(self.root, "rev-parse", "--path-format=absolute", "--git-common-dir")
+        return Path(out.decode().strip())
+
+    @cached_property
+    def main_root(self) -> Path:
+        """The repository's main worktree (``root`` itself unless ``root`` is a linked
+        worktree, such as a run's): relative paths of the config are relative to it."""
+        common = self._common_dir
+        return common.parent.resolve() if common.name == ".git" else self.root
+
+    def worktree_dir(self, run_id: str) -> Path:
+        """Where the run ``run_id`` gets its own worktree (not created)."""
+        return self.state_dir / "worktrees" / run_id
 
     def _checked_state_base(self, configured: str) -> Path:
         source = (f"environment variable {STATE_ENV}" if self.environ.get(STATE_ENV)
@@ -173,7 +187,7 @@ class Project:
         source = self.config.upstream.source
         if is_url(source):
             return clone_or_fetch(source, self.state_dir / "upstream", fetch=fetch)
-        path = (self.root / source).resolve()
+        path = (self.main_root / source).resolve()
         if not path.exists():
             raise RepositoryError(
                 "the upstream checkout does not exist", file=path, key="upstream.source",

@@ -48,7 +48,7 @@ def test_good_file_loads_with_defaults(tmp_path: Path) -> None:
     assert config.model.budget.tokens == 1000
     assert config.model.budget.calls == 400  # default kept
     assert config.artifacts.ledger == "parity-ledger.md"
-    assert config.approvals.before_advance is True
+    assert config.approvals.advance == "always"
 
 
 def test_missing_file_says_how_to_create_it(tmp_path: Path) -> None:
@@ -117,11 +117,11 @@ def test_environment_overrides_file(tmp_path: Path) -> None:
     write(tmp_path, GOOD)
     config = load_config(tmp_path, environ={
         "PORTWRIGHT_MODEL__NAME": "llama", "PORTWRIGHT_SANDBOX__PIDS": "64",
-        "PORTWRIGHT_APPROVALS__BEFORE_PR": "true", "UNRELATED": "1",
+        "PORTWRIGHT_APPROVALS__PR": "always", "UNRELATED": "1",
     })
     assert config.model.name == "llama"
     assert config.sandbox.pids == 64
-    assert config.approvals.before_pr is True
+    assert config.approvals.pr == "always"
 
 
 def test_bad_environment_value_names_the_variable(tmp_path: Path) -> None:

@@ -1,0 +1,101 @@
+"""A run's own git worktree and branch, and commits a resumed step can find again.
+
+A run never works in the user's checkout: :func:`run_worktree` adds a worktree of the
+downstream repository in the state folder, on a branch ``portwright/<run id>``. Every
+commit a step makes carries two trailers::
+
+    Portwright-Run: <run id>
+    Portwright-Step: <step>
+
+so :func:`commit_step`, run again after a crash, finds the commit it already made instead
+of making another. Host git runs hardened (:mod:`portwright.vcs.plumbing`): no hooks, no
+fsmonitor, never into submodules.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from portwright.errors import RepositoryError
+from portwright.vcs import plumbing
+
+logger = logging.getLogger(__name__)
+
+RUN_TRAILER = "Portwright-Run"
+STEP_TRAILER = "Portwright-Step"
+_IDENTITY = {"GIT_AUTHOR_NAME": "portwright", "GIT_AUTHOR_EMAIL": "portwright@localhost",
+             "GIT_COMMITTER_NAME": "portwright", "GIT_COMMITTER_EMAIL": "portwright@localhost"}
+
+
+def branch_name(run_id: str) -> str:
+    return f"portwright/{run_id}"
+
+
+def run_worktree(repo: Path, folder: Path, run_id: str, base: str) -> Path:
+    """The worktree of ``run_id`` at ``folder`` on its own branch from ``base``; made when
+    missing, reused when it exists (a resumed run)."""
+    if (folder / ".git").exists():
+        return folder.resolve()
+    branch = branch_name(run_id)
+    exists = plumbing.run(repo, "rev-parse", "--verify", "--quiet",
+                          f"refs/heads/{branch}").returncode == 0
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    plumbing.git(repo, "worktree", "prune")
+    if exists:
+        plumbing.git(repo, "worktree", "add", "--quiet", str(folder), branch)
+    else:
+        plumbing.git(repo, "worktree", "add", "--quiet", "-b", branch, str(folder), base)
+    logger.info("run %s works in %s on %s", run_id, folder, branch)
+    return folder.resolve()
+
+
+def find_step(worktree: Path, run_id: str, step: str) -> str | None:
+    """The commit of ``step`` of ``run_id`` on the worktree's branch, if it was made."""
+    out = plumbing.git(worktree, "log", "--format=%H", "--fixed-strings", "--all-match",
+                       f"--grep={RUN_TRAILER}: {run_id}", f"--grep={STEP_TRAILER}: {step}",
+                       "HEAD").decode().split()
+    return out[0] if out else None
+
+
+def reset_to_head(worktree: Path) -> None:
+    """Drop uncommitted changes and untracked files (ignored ones stay): what a step left
+    half-done before a crash; the step starts again from its last commit."""
+    plumbing.git(worktree, "reset", "--quiet", "--hard", "HEAD")
+    plumbing.git(worktree, "clean", "--quiet", "-fd")
+
+
+def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
+                include: list[str] | None = None, exclude: list[str] | None = None,
+                allow_empty: bool = False) -> str | None:
+    """Commit what the step changed (``include`` globs only, minus ``exclude`` globs; all
+    by default) with the run's trailers; the existing commit when the step already made
+    one; None when there was nothing to commit and ``allow_empty`` is false."""
+    found = find_step(worktree, run_id, step)
+    if found is not None:
+        return found
+    specs = [f":(glob){g}" for g in include] if include else ["."]
+    specs += [f":(exclude,glob){g}" for g in exclude or []]
+    plumbing.git(worktree, "add", "--all", "--", *specs)
+    staged = plumbing.run(worktree, "diff", "--cached", "--quiet").returncode != 0
+    if not staged and not allow_empty:
+        return None
+    body = f"{message}\n\n{RUN_TRAILER}: {run_id}\n{STEP_TRAILER}: {step}\n"
+    env = {**os.environ, **{k: v for k, v in _IDENTITY.items() if k not in os.environ}}
+    done = plumbing.run(worktree, "commit", "--quiet", "--no-verify", "--allow-empty",
+                        "-F", "-", stdin=body.encode(), env=env)
+    if done.returncode != 0:
+        raise RepositoryError(f"cannot commit step {step}: "
+                              f"{done.stderr.decode('utf-8', 'replace').strip()}",
+                              file=worktree, fix="check the run's worktree (git status)")
+    return plumbing.rev_parse(worktree, "HEAD")
+
+
+def head(worktree: Path) -> str:
+    return plumbing.rev_parse(worktree, "HEAD")
+
+
+def remove_worktree(repo: Path, folder: Path) -> None:
+    """Remove a run's worktree (its branch stays)."""
+    plumbing.git(repo, "worktree", "remove", "--force", str(folder))

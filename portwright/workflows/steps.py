@@ -1,0 +1,182 @@
+"""What every node of the cycle does the same way: time itself into the timeline, report
+progress on LangGraph's custom stream, run a role, run the gates of a phase, read a file of
+the (untrusted) worktree, keep an artifact in the run's folder."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+from pydantic import BaseModel
+
+from portwright import safefs
+from portwright.agents.llm import Message
+from portwright.agents.loop import AgentOutcome
+from portwright.agents.roles.base import Role, RoleContext
+from portwright.agents.tools import EvidenceSources, Workspace
+from portwright.agents.transcript import Transcript, read_transcript
+from portwright.errors import PortwrightError, UnsafePath
+from portwright.gates.models import GateResult
+from portwright.workflows.context import RunContext
+from portwright.workflows.state import CycleState, GateRef, Node, RunStatus, Step
+
+logger = logging.getLogger(__name__)
+
+Update = dict[str, Any]
+NodeFn = Callable[[CycleState, Runtime[RunContext]], Update]
+C = TypeVar("C", bound=RoleContext)
+R = TypeVar("R", bound=BaseModel)
+
+FILE_CAP = 4 * 1024 * 1024
+"""Largest worktree file a node reads back (a spec, a matrix)."""
+
+
+def emit(event: str, **data: Any) -> None:
+    """A progress event on the custom stream (rendered by the CLI, the web page)."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # not inside a graph run (a node called directly in a test)
+        return
+    writer({"event": event, **data})
+
+
+def node(name: Node) -> Callable[[NodeFn], NodeFn]:
+    """Make a node: time it into the timeline, report start and end; a usage or run
+    failure it raises ends the run ``blocked`` with the reason, never a crash."""
+
+    def wrap(fn: NodeFn) -> NodeFn:
+        @functools.wraps(fn)
+        def run(state: CycleState, runtime: Runtime[RunContext]) -> Update:
+            started = datetime.now(UTC)
+            emit("node_started", node=name.value)
+            try:
+                update = fn(state, runtime)
+            except PortwrightError as exc:
+                logger.info("node %s failed: %s", name, exc)
+                update = blocked(f"{name.value}: {exc}")
+            note = str(update.get("reason", "")) if update.get("status") else ""
+            step = Step(node=name, started=started, finished=datetime.now(UTC), note=note)
+            update["timeline"] = [step]
+            emit("node_finished", node=name.value, seconds=round(
+                (step.finished - started).total_seconds(), 3), status=str(
+                update.get("status", state.status)))
+            return update
+
+        return run
+
+    return wrap
+
+
+def blocked(reason: str) -> Update:
+    """The update that ends a run ``blocked`` with ``reason``."""
+    return {"status": RunStatus.BLOCKED, "reason": reason}
+
+
+def bump(state: CycleState, loop: str, limit: int) -> tuple[Update, str | None]:
+    """Count one more use of a bounded loop; the reason to block when it is exhausted."""
+    used = state.attempts.get(loop, 0) + 1
+    attempts = {**state.attempts, loop: used}
+    if used > limit:
+        return {"attempts": attempts}, (f"the {loop} bound is exhausted ({limit} attempt"
+                                        f"{'s' if limit != 1 else ''}); last problem: "
+                                        f"{state.feedback or 'none recorded'}")
+    return {"attempts": attempts}, None
+
+
+def read_worktree(ctx: RunContext, rel: str) -> str:
+    """A text file of the run's worktree, read without following links, capped."""
+    try:
+        return safefs.read_file(ctx.project.root, rel, cap=FILE_CAP).decode(
+            "utf-8", errors="replace")
+    except (UnsafePath, OSError) as exc:
+        raise UnsafePath(rel, f"cannot be read from the run's worktree ({exc})") from exc
+
+
+def save(ctx: RunContext, name: str, value: BaseModel | dict[str, Any] | list[Any]) -> str:
+    """Keep an artifact (verdict, surface, classification) as JSON in the run's folder;
+    returns its name there."""
+    data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    (ctx.dir / name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return name
+
+
+def load(ctx: RunContext, name: str) -> Any:
+    return json.loads((ctx.dir / name).read_text(encoding="utf-8"))
+
+
+def workspace(ctx: RunContext, pin: str, *, commands: bool = False,
+              evidence: EvidenceSources | None = None) -> Workspace:
+    """The tools' view of the run: its worktree, the upstream at the pin, and (for the
+    implementer) the run's sandbox."""
+    return Workspace(worktree=ctx.project.root, upstream=ctx.project.upstream(),
+                     pin=pin, sandbox=ctx.sandbox() if commands else None,
+                     evidence=evidence)
+
+
+def transcript_path(ctx: RunContext, role: str) -> Path:
+    """``transcript-<role>-<n>.jsonl``: one file per turn, numbered."""
+    number = len(list(ctx.dir.glob(f"transcript-{role}-*.jsonl"))) + 1
+    return ctx.dir / f"transcript-{role}-{number}.jsonl"
+
+
+def messages_of(ctx: RunContext, role: str) -> list[Message]:
+    """Every message of ``role``'s turns so far (what a fresh reviewer must not see)."""
+    out: list[Message] = []
+    for path in sorted(ctx.dir.glob(f"transcript-{role}-*.jsonl")):
+        for event in read_transcript(path):
+            if event.get("event") == "message":
+                out.append(Message.model_validate(event["message"]))
+    return out
+
+
+def run_role(ctx: RunContext, role: Role[C, R], context: C, ws: Workspace, *,
+             forbidden: list[Message] | None = None) -> AgentOutcome[R]:
+    """One turn of ``role``, charged to the run's budget, its transcript in the run
+    folder."""
+    model = ctx.project.config.model
+    path = transcript_path(ctx, role.name)
+    emit("agent_started", role=role.name, transcript=path.name)
+    outcome = role.run(context, client=ctx.client(), workspace=ws,
+                       budget=ctx.budget().for_role(role.name), transcript=Transcript(path),
+                       max_steps=model.max_steps, ceiling=model.context_tokens,
+                       forbidden=forbidden or [])
+    emit("agent_finished", role=role.name, status=str(outcome.status),
+         calls=outcome.spent.calls, tokens=outcome.spent.usage.total_tokens)
+    return outcome
+
+
+def gate_refs(phase: str, results: list[GateResult]) -> list[GateRef]:
+    return [GateRef(phase=phase, name=r.name, passed=r.passed,
+                    record=r.record.seq if r.record is not None else None,
+                    message=(r.messages[0] if r.messages and not r.passed else ""))
+            for r in results]
+
+
+def run_phase(ctx: RunContext, state: CycleState, phase: str, *,
+              sandbox: bool = True) -> list[GateResult]:
+    """The gates of ``phase`` on the run's worktree (commands in its sandbox), measured from
+    the run's base, recorded in its store."""
+    from portwright.gates import run_gates
+    from portwright.gates._diff import name_status
+
+    changed = [c.path for c in name_status(ctx.project.root, state.base)]
+    results = run_gates(ctx.rules, phase, sandbox=ctx.sandbox() if sandbox else None,
+                        repo=ctx.project.root, config=ctx.project.config, changed=changed,
+                        store=ctx.store, base=state.base)
+    for result in results:
+        emit("gate", phase=phase, name=result.name, passed=result.passed)
+    return results
+
+
+def failures(results: list[GateResult], limit: int = 4000) -> str:
+    """The failing gates' messages, for the next agent step."""
+    lines = [f"gate {r.name}: {m}" for r in results if not r.passed for m in r.messages]
+    text = "\n".join(lines)
+    return text if len(text) <= limit else text[:limit] + "\n…"
