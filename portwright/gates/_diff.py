@@ -75,9 +75,12 @@ def added_lines(repo: Path, base: str, path: str, head: str = "HEAD") -> set[int
 
 
 def unified(repo: Path, base: str, paths: list[str], head: str = "HEAD") -> str:
+    """The diff of ``paths`` as text, whatever ``.gitattributes`` says (``-diff``, ``binary``,
+    a textconv or external driver would hide or rewrite the lines the checks read)."""
     if not paths:
         return ""
-    return git(repo, "diff", "-U3", "--no-color", "-M", base, head, "--", *paths)
+    return git(repo, "diff", "-U3", "--no-color", "--text", "--no-ext-diff", "--no-textconv",
+               "-M", base, head, "--", *paths)
 
 
 def show(repo: Path, rev: str, path: str) -> str | None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,6 +106,10 @@ FORGING: list[tuple[str, str, TamperKind]] = [
     ("src/kv.js", "Module._load = myLoad;", TamperKind.MODULE_INJECTION),
     ("package.json", '    "test": "exit 0",', TamperKind.RUNNER_HOOK),
     ("jest.config.js", "module.exports = { testMatch: [] };", TamperKind.RUNNER_HOOK),
+    ("src/kv.js", "console.log('ok 1 - alloc');", TamperKind.FORGED_REPORT),
+    # how the tests are run, outside the protected files
+    ("Makefile", "test: ; @true", TamperKind.RUNNER_HOOK),
+    ("noxfile.py", "    session.run('true')", TamperKind.RUNNER_HOOK),
     # C / C++ library code
     ("src/kv.cpp", "    _exit(0);", TamperKind.HARD_EXIT),
     ("src/kv.c", "    _Exit(0);", TamperKind.HARD_EXIT),
@@ -170,6 +173,8 @@ ORDINARY: list[tuple[str, str]] = [
     ("src/kv.cpp", "#include <vector>"),
     ("src/kv.cpp", "    std::cout << blocks << '\\n';"),
     ("CMakeLists.txt", "add_test(NAME kv COMMAND kv_test)"),
+    ("Makefile", "build: kv.o"),
+    ("Makefile", "TESTS := $(wildcard tests/*.py)"),
 ]
 
 
@@ -198,6 +203,11 @@ def test_one_line_may_raise_several_kinds_once_each() -> None:
     line = 'print("test_alloc PASSED"); os._exit(0); os._exit(0)'
     flags = tamper_flags(added("pkg/kv.py", line))
     assert sorted(f.kind for f in flags) == [TamperKind.FORGED_REPORT, TamperKind.HARD_EXIT]
+
+
+def test_a_runner_configuration_is_flagged_once() -> None:
+    flags = tamper_flags(added("vitest.config.ts", "export default {", "  test: {},", "};"))
+    assert [f.render() for f in flags] == ["vitest.config.ts:1: runner-hook: export default {"]
 
 
 def test_long_excerpts_are_cut() -> None:
@@ -370,6 +380,7 @@ def test_protected_a_new_ignore_rule_does_not_hide_a_file(repo: GitRepo) -> None
 
 
 def test_protected_uncommitted_pyproject_is_compared_by_section(repo: GitRepo) -> None:
+    repo.commit("impl", {"kv.py": "def alloc(n):\n    return [0] * n\n"})
     repo.write("pyproject.toml", PYPROJECT.replace("[]", '["numpy"]'))
     assert _protected(repo)[0]
     repo.write("pyproject.toml", PYPROJECT.replace('"-q"', '"-q -p evil"'))
@@ -380,15 +391,16 @@ def test_protected_uncommitted_pyproject_is_compared_by_section(repo: GitRepo) -
 
 
 def test_protected_a_link_is_not_followed(repo: GitRepo, tmp_path: Path) -> None:
+    repo.commit("impl", {"kv.py": "def alloc(n):\n    return [0] * n\n"})
     elsewhere = tmp_path / "elsewhere.toml"
     elsewhere.write_text(PYPROJECT)                     # same bytes, read through a link
     (repo.path / "pyproject.toml").unlink()
-    os.symlink(elsewhere, repo.path / "pyproject.toml")
+    (repo.path / "pyproject.toml").symlink_to(elsewhere)
     passed, messages = _protected(repo)
     assert not passed
-    assert messages == ["pyproject.toml:1: pyproject.toml is no longer a regular file (a "
-                        "link, a device or a fifo); its protected part cannot be compared "
-                        "(uncommitted change in the working tree)"]
+    assert messages == ["pyproject.toml:1: pyproject.toml is not a regular file (a link, a "
+                        "device or a fifo); its protected part cannot be compared, so it "
+                        "counts as changed (uncommitted change in the working tree)"]
 
 
 def test_protected_bad_base_is_a_clear_failure(repo: GitRepo) -> None:

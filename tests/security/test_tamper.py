@@ -166,14 +166,15 @@ def test_atexit_handler_that_writes_an_all_pass_junit(repo: GitRepo,
     repo.commit("implement kv", {"kv.py": ATEXIT_JUNIT})
     assert focused_exit(repo, sandbox, PYTEST + " --junitxml=build/junit.xml") == 1
     report = (repo.path / "build/junit.xml").read_text()
-    assert 'failures="0"' in report and "<failure" not in report  # the report lies
+    assert 'failures="0"' in report  # the report lies: the test failed
+    assert "<failure" not in report
     verdicts = gates(repo)
     assert verdicts["protected-paths"].passed
     tamper = verdicts["tamper"]
     assert not tamper.passed
     assert [m.split(": ")[:2] for m in tamper.messages] == [
         ["kv.py:1", "exit-hook"],
-        ["kv.py:7", "forged-report"], ["kv.py:8", "forged-report"],
+        ["kv.py:6", "forged-report"], ["kv.py:7", "forged-report"], ["kv.py:8", "forged-report"],
         ["kv.py:11", "exit-hook"]]
 
 
@@ -229,4 +230,5 @@ def test_cli_gates_run_passes_an_ordinary_implementation(repo: GitRepo) -> None:
     repo.commit("implement kv", {"kv.py": RIGHT})
     done = pw(repo, "gates", "run", "--phase", "full")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "ok   tamper" in done.stdout and "ok   protected-paths" in done.stdout
+    assert "ok   tamper" in done.stdout
+    assert "ok   protected-paths" in done.stdout

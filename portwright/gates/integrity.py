@@ -1,0 +1,199 @@
+"""The integrity checks: ``tamper`` and ``protected-paths``.
+
+A signed evidence record proves what portwright saw run; these checks look at what the
+change did to the run itself.
+
+``tamper`` lists the added lines of ``base..HEAD`` outside the test paths that reach into
+the test runner or its reporting (:mod:`portwright.gates.tamper`). The rules are patterns
+with accepted false positives, so by default the flags are advisory: the gate passes and
+lists them, for the reviewer and the approval step. ``options.fail = true`` makes any flag a
+failure, for a repository whose maintainers prefer to clear flags with ``options.ignore``.
+
+``protected-paths`` fails when a protected path (:mod:`portwright.protected`) changed:
+committed in ``base..HEAD``, or in the working tree (tracked files changed since HEAD, and
+untracked files, ignored ones included, since a new ignore rule is itself a change). The
+working tree counts because a sandboxed command, not only an agent tool, can write there.
+Files a command produced are read only as capped regular files, never through a link.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path, PurePosixPath
+
+from portwright.errors import UsageError
+from portwright.gates import _diff
+from portwright.gates.models import GateResult, result
+from portwright.gates.tamper import tamper_flags
+from portwright.globs import match_any
+from portwright.protected import SECTION_FILES, is_protected, protected_change
+from portwright.rules import BuiltinCheck
+from portwright.vcs import plumbing
+
+__all__ = ["check_protected_paths", "check_tamper"]
+
+READ_CAP = 4 * 1024 * 1024
+"""Largest working-tree file read to compare its protected part."""
+
+
+def _usage(name: str, exc: UsageError) -> GateResult:
+    return GateResult(name=name, passed=False, messages=[exc.render()], check=name)
+
+
+# ---------------------------------------------------------------------------- tamper
+
+def check_tamper(repo: Path, *, base: str | None, tests: list[str],
+                 ignore: list[str] | None = None, fail: bool = False) -> GateResult:
+    """Flags of the added lines of ``base..HEAD`` outside ``tests`` and ``ignore`` (globs).
+    Advisory (the gate passes, listing them) unless ``fail``."""
+    name = BuiltinCheck.TAMPER.value
+    skip = [*tests, *(ignore or [])]
+    try:
+        base = _diff.default_base(repo, base)
+        changes = _diff.name_status(repo, base)
+        paths: set[str] = set()
+        for change in changes:
+            if change.status == "D" or match_any(change.path, skip):
+                continue
+            paths.add(change.path)
+            if change.old_path is not None and not match_any(change.old_path, skip):
+                paths.add(change.old_path)  # a file moved out of the tests is new code
+        flags = tamper_flags(_diff.unified(repo, base, sorted(paths)), exclude=skip)
+    except UsageError as exc:
+        return _usage(name, exc)
+    scanned = len([c for c in changes if c.status != "D" and not match_any(c.path, skip)])
+    if not flags:
+        return result(name, [], check=name, notes=[f"no tamper flag in {scanned} changed "
+                                                   "file(s)"])
+    messages = [flag.render() for flag in flags]
+    if fail:
+        return result(name, messages, check=name)
+    return result(name, [], check=name, notes=[
+        *messages, f"{len(flags)} tamper flag(s), advisory: the reviewer and the approval "
+                   "step see them (options.fail = true makes them fail this gate)"])
+
+
+# ------------------------------------------------------------------- protected-paths
+
+_NOT_REGULAR = "is not a regular file (a link, a device or a fifo)"
+
+
+class _NotComparable(Exception):
+    """A working-tree file that cannot be read as a capped regular file."""
+
+
+def _may_be_protected(path: str) -> bool:
+    """Whether :func:`protected_change` can refuse a change of ``path`` (whole or by section)."""
+    return is_protected(path) or path in SECTION_FILES
+
+
+def _read_regular(root: Path, rel: str, cap: int = READ_CAP) -> bytes | None:
+    """Bytes of ``root/rel`` (None: absent), opened without following a link at any step."""
+    parts = PurePosixPath(rel).parts
+    folder_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                inner = os.open(part, folder_flags, dir_fd=dir_fd)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise _NotComparable("has a link or a non-folder on its path") from exc
+            os.close(dir_fd)
+            dir_fd = inner
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=dir_fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _NotComparable(_NOT_REGULAR) \
+                from exc
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise _NotComparable(_NOT_REGULAR)
+            data = handle.read(cap + 1)
+    finally:
+        os.close(dir_fd)
+    if len(data) > cap:
+        raise _NotComparable(f"is larger than {cap // (1024 * 1024)} MiB")
+    return data
+
+
+def _committed(repo: Path, base: str) -> list[tuple[str, str]]:
+    """``(path, why)`` of each protected path ``base..HEAD`` changes."""
+    found: list[tuple[str, str]] = []
+    for change in _diff.name_status(repo, base):
+        sides: list[tuple[str, str | None, str | None]] = []  # path, rev before, rev after
+        if change.old_path is not None:
+            if change.status == "R":
+                sides.append((change.old_path, base, None))
+            sides.append((change.path, None, "HEAD"))
+        else:
+            sides.append((change.path, None if change.status == "A" else base,
+                          None if change.status == "D" else "HEAD"))
+        for path, old, new in sides:
+            if not _may_be_protected(path):
+                continue
+            why = protected_change(path, None if old is None else plumbing.show(repo, old, path),
+                       None if new is None else plumbing.show(repo, new, path))
+            if why is not None:
+                found.append((path, why))
+    return found
+
+
+def _listed(repo: Path, *args: str) -> list[str]:
+    out = _diff.git(repo, "-c", "core.fsmonitor=false", *args)
+    return [p for p in out.split("\0") if p]
+
+
+def _worktree(repo: Path) -> list[tuple[str, str, str]]:
+    """``(path, why, where)`` of each protected path the working tree changed since HEAD."""
+    tracked = _listed(repo, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
+                      "--ignore-submodules", "HEAD")
+    untracked = _listed(repo, "ls-files", "-z", "--others", "--exclude-standard")
+    ignored = _listed(repo, "ls-files", "-z", "--others", "--ignored", "--exclude-standard")
+    where = {**dict.fromkeys(ignored, "untracked and ignored by git, in the working tree"),
+             **dict.fromkeys(untracked, "untracked in the working tree"),
+             **dict.fromkeys(tracked, "uncommitted change in the working tree")}
+    found: list[tuple[str, str, str]] = []
+    for path, place in where.items():
+        if not _may_be_protected(path):
+            continue
+        try:
+            after = _read_regular(repo, path)
+        except _NotComparable as exc:
+            found.append((path, f"{path} {exc}; its protected part cannot be compared, so it "
+                                "counts as changed", place))
+            continue
+        why = protected_change(path, plumbing.show(repo, "HEAD", path), after)
+        if why is not None:
+            found.append((path, why, place))
+    return found
+
+
+def _label(base: str) -> str:
+    if base == _diff.EMPTY_TREE:
+        return "the empty tree"
+    return base[:12] if re.fullmatch(r"[0-9a-f]{40}", base) else base
+
+
+def check_protected_paths(repo: Path, *, base: str | None,
+                          ignore: list[str] | None = None) -> GateResult:
+    """No protected path changed in ``base..HEAD`` or in the working tree; ``ignore``
+    (globs, from the rules) exempts paths, e.g. a virtual environment the gates build."""
+    name = BuiltinCheck.PROTECTED_PATHS.value
+    try:
+        base = _diff.default_base(repo, base)
+        committed = [(path, why, f"committed in {_label(base)}..HEAD")
+                     for path, why in _committed(repo, base)]
+        found = committed + _worktree(repo)
+    except UsageError as exc:
+        return _usage(name, exc)
+    messages = [f"{path}:1: {why} ({where})" for path, why, where in sorted(found)
+                if not match_any(path, ignore or [])]
+    return result(name, messages, check=name, notes=None if messages else [
+        "no protected path changed (committed or in the working tree)"])
