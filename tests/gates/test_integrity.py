@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from portwright.gates.checks import check_no_test_weakening
 from portwright.gates.integrity import check_protected_paths, check_tamper
 from portwright.gates.tamper import TamperFlag, TamperKind, tamper_flags
 from tests.conftest import GitRepo
@@ -299,6 +300,22 @@ def test_gitattributes_cannot_hide_a_change_from_the_diff(repo: GitRepo) -> None
     repo.commit("impl", {".gitattributes": "*.py -diff\n",
                          "kv.py": "import os\n\n\ndef alloc(n):\n    os._exit(0)\n"})
     assert "kv.py:5: hard-exit: os._exit(0)" in _tamper(repo)[1]
+
+
+def test_gitattributes_cannot_hide_a_weakened_test(repo: GitRepo) -> None:
+    repo.commit("impl", {".gitattributes": "tests/** -diff\n",
+                         "tests/test_kv.py": "import kv\n\n\ndef test_alloc():\n    pass\n"})
+    verdict = check_no_test_weakening(repo.path, base="HEAD~1", tests=TESTS)
+    assert verdict.messages == ["tests/test_kv.py:5: removes an assertion (line 5 before the "
+                                "change): `assert kv.alloc(2) == [0, 0]`"]
+
+
+def test_code_moved_out_of_the_tests_counts_as_new(repo: GitRepo) -> None:
+    repo.commit("helper", {"tests/helpers.py": "import pytest\n\n\ndef make(n):\n"
+                                                "    return [0] * n\n"})
+    repo.git("mv", "tests/helpers.py", "kv_helpers.py")
+    repo.commit("move the helper into the package")
+    assert _tamper(repo)[1][0] == "kv_helpers.py:1: runner-hook: import pytest"
 
 
 def test_tamper_reads_quoted_file_names(repo: GitRepo) -> None:
