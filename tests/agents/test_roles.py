@@ -381,6 +381,7 @@ def test_reviewer_is_given_the_tamper_flags_of_the_change(pair: dict[str, Any]) 
     (root / "lib/attn.cpp").write_text("#include <cstdlib>\n"
                                        "int other() { std::quick_exit(0); return 0; }\n")
     (root / "lib/report.py").write_text('print("test_rope PASSED")\n')   # untracked
+    (root / ".gitattributes").write_text("lib/** -diff\n")   # hides lib/ from a plain diff
     context = reviewer.context_from_change(root, base, rules=load_rules(root), row="| r |",
                                            spec="## Slice\nrope", evidence="green",
                                            tests=["tests/**"])
