@@ -13,20 +13,21 @@ failure, for a repository whose maintainers prefer to clear flags with ``options
 committed in ``base..HEAD``, or in the working tree (tracked files changed since HEAD, and
 untracked files, ignored ones included, since a new ignore rule is itself a change). The
 working tree counts because a sandboxed command, not only an agent tool, can write there.
-Files a command produced are read only as capped regular files, never through a link.
+Files a command produced are read only as capped regular files, never through a link
+(:mod:`portwright.safefs`); one that cannot be read so counts as changed.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from portwright.errors import UsageError
+from portwright import safefs
+from portwright.errors import UnsafePath, UsageError
 from portwright.gates import _diff
 from portwright.gates.models import GateResult, result
-from portwright.gates.tamper import tamper_flags
+from portwright.gates.tamper import has_rules, tamper_flags
 from portwright.globs import match_any
 from portwright.protected import SECTION_FILES, is_protected, protected_change
 from portwright.rules import BuiltinCheck
@@ -42,6 +43,11 @@ def _usage(name: str, exc: UsageError) -> GateResult:
     return GateResult(name=name, passed=False, messages=[exc.render()], check=name)
 
 
+def _shown(text: str) -> str:
+    """``text`` printable: a byte of a file name that is not UTF-8 shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 # ---------------------------------------------------------------------------- tamper
 
 def check_tamper(repo: Path, *, base: str | None, tests: list[str],
@@ -52,18 +58,18 @@ def check_tamper(repo: Path, *, base: str | None, tests: list[str],
     skip = [*tests, *(ignore or [])]
     try:
         base = _diff.default_base(repo, base)
-        changes = _diff.name_status(repo, base)
+        changes = [c for c in _diff.name_status(repo, base, exact=True)
+                   if c.status != "D" and not match_any(_shown(c.path), skip)
+                   and has_rules(c.path)]
         paths: set[str] = set()
         for change in changes:
-            if change.status == "D" or match_any(change.path, skip):
-                continue
             paths.add(change.path)
-            if change.old_path is not None and not match_any(change.old_path, skip):
+            if change.old_path is not None and not match_any(_shown(change.old_path), skip):
                 paths.add(change.old_path)  # a file moved out of the tests is new code
         flags = tamper_flags(_diff.unified(repo, base, sorted(paths)), exclude=skip)
     except UsageError as exc:
         return _usage(name, exc)
-    scanned = len([c for c in changes if c.status != "D" and not match_any(c.path, skip)])
+    scanned = len(changes)
     if not flags:
         return result(name, [], check=name, notes=[f"no tamper flag in {scanned} changed "
                                                    "file(s)"])
@@ -77,56 +83,24 @@ def check_tamper(repo: Path, *, base: str | None, tests: list[str],
 
 # ------------------------------------------------------------------- protected-paths
 
-_NOT_REGULAR = "is not a regular file (a link, a device or a fifo)"
-
-
-class _NotComparable(Exception):
-    """A working-tree file that cannot be read as a capped regular file."""
-
-
 def _may_be_protected(path: str) -> bool:
     """Whether :func:`protected_change` can refuse a change of ``path`` (whole or by section)."""
     return is_protected(path) or path in SECTION_FILES
 
 
-def _read_regular(root: Path, rel: str, cap: int = READ_CAP) -> bytes | None:
-    """Bytes of ``root/rel`` (None: absent), opened without following a link at any step."""
-    parts = PurePosixPath(rel).parts
-    folder_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def _read(repo: Path, path: str) -> bytes | None:
+    """Bytes of a working-tree file (None: absent), never read through a link; raises
+    :class:`UnsafePath` for anything else."""
     try:
-        for part in parts[:-1]:
-            try:
-                inner = os.open(part, folder_flags, dir_fd=dir_fd)
-            except FileNotFoundError:
-                return None
-            except OSError as exc:
-                raise _NotComparable("has a link or a non-folder on its path") from exc
-            os.close(dir_fd)
-            dir_fd = inner
-        try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                         dir_fd=dir_fd)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise _NotComparable(_NOT_REGULAR) \
-                from exc
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise _NotComparable(_NOT_REGULAR)
-            data = handle.read(cap + 1)
-    finally:
-        os.close(dir_fd)
-    if len(data) > cap:
-        raise _NotComparable(f"is larger than {cap // (1024 * 1024)} MiB")
-    return data
+        return safefs.read_file(repo, path, cap=READ_CAP)
+    except FileNotFoundError:
+        return None
 
 
 def _committed(repo: Path, base: str) -> list[tuple[str, str]]:
     """``(path, why)`` of each protected path ``base..HEAD`` changes."""
     found: list[tuple[str, str]] = []
-    for change in _diff.name_status(repo, base):
+    for change in _diff.name_status(repo, base, exact=True):
         sides: list[tuple[str, str | None, str | None]] = []  # path, rev before, rev after
         if change.old_path is not None:
             if change.status == "R":
@@ -139,15 +113,16 @@ def _committed(repo: Path, base: str) -> list[tuple[str, str]]:
             if not _may_be_protected(path):
                 continue
             why = protected_change(path, None if old is None else plumbing.show(repo, old, path),
-                       None if new is None else plumbing.show(repo, new, path))
+                                   None if new is None else plumbing.show(repo, new, path))
             if why is not None:
                 found.append((path, why))
     return found
 
 
 def _listed(repo: Path, *args: str) -> list[str]:
-    out = _diff.git(repo, "-c", "core.fsmonitor=false", *args)
-    return [p for p in out.split("\0") if p]
+    """Paths git lists NUL-separated, byte for byte (``os.fsdecode``), so that a name that
+    is not UTF-8 still opens the file it names."""
+    return [os.fsdecode(p) for p in plumbing.git(repo, *args).split(b"\0") if p]
 
 
 def _worktree(repo: Path) -> list[tuple[str, str, str]]:
@@ -164,10 +139,12 @@ def _worktree(repo: Path) -> list[tuple[str, str, str]]:
         if not _may_be_protected(path):
             continue
         try:
-            after = _read_regular(repo, path)
-        except _NotComparable as exc:
-            found.append((path, f"{path} {exc}; its protected part cannot be compared, so it "
-                                "counts as changed", place))
+            after = _read(repo, path)
+        except (UnsafePath, OSError) as exc:
+            reason = (exc.reason if isinstance(exc, UnsafePath)
+                      else f"cannot be read ({exc.strerror or exc})")
+            found.append((path, f"{path} {reason}; its protected part cannot be compared, so "
+                                "it counts as changed", place))
             continue
         why = protected_change(path, plumbing.show(repo, "HEAD", path), after)
         if why is not None:
@@ -193,7 +170,8 @@ def check_protected_paths(repo: Path, *, base: str | None,
         found = committed + _worktree(repo)
     except UsageError as exc:
         return _usage(name, exc)
-    messages = [f"{path}:1: {why} ({where})" for path, why, where in sorted(found)
-                if not match_any(path, ignore or [])]
+    shown = sorted((_shown(path), _shown(why), where) for path, why, where in found
+                   if not match_any(path, ignore or []))
+    messages = [f"{path}:1: {why} ({where})" for path, why, where in shown]
     return result(name, messages, check=name, notes=None if messages else [
         "no protected path changed (committed or in the working tree)"])

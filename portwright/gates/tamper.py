@@ -33,7 +33,7 @@ from pathlib import PurePosixPath
 
 from portwright.globs import match_any
 
-__all__ = ["TamperFlag", "TamperKind", "tamper_flags"]
+__all__ = ["TamperFlag", "TamperKind", "has_rules", "tamper_flags"]
 
 EXCERPT_CHARS = 120
 """Longest excerpt a flag carries (the line is cut, with ``…``)."""
@@ -279,6 +279,11 @@ def _language(path: str) -> list[_Language]:
     if match_any(name, RUNNER_CONFIG_FILES):
         out.append(_Language(RUNNER_CONFIG, once=True))
     return out
+
+
+def has_rules(path: str) -> bool:
+    """Whether any rule reads ``path`` (other files, data or prose, are never diffed)."""
+    return bool(_language(path))
 
 
 def _unquote(path: str) -> str:

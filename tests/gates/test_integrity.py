@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -323,6 +324,20 @@ def test_tamper_reads_quoted_file_names(repo: GitRepo) -> None:
     assert _tamper(repo)[1][0] == "pkg/é x.py:1: exit-hook: import atexit"
 
 
+def test_tamper_reads_file_names_that_are_not_utf8(repo: GitRepo) -> None:
+    odd = repo.path / os.fsdecode(b"src/\xff.c")
+    odd.parent.mkdir()
+    odd.write_text("void fin(void) { _exit(0); }\n")
+    repo.commit("impl")
+    assert _tamper(repo)[1][0] == "src/\ufffd.c:1: hard-exit: void fin(void) { _exit(0); }"
+
+
+def test_tamper_reads_only_the_files_it_has_rules_for(repo: GitRepo) -> None:
+    repo.commit("impl", {"weights.bin": "os._exit(0)\n", "notes.md": "os._exit(0)\n",
+                         "kv.py": "def alloc(n):\n    return [0] * n\n"})
+    assert _tamper(repo) == (True, ["no tamper flag in 1 changed file(s)"])
+
+
 def test_tamper_bad_base_is_a_clear_failure(repo: GitRepo) -> None:
     verdict = check_tamper(repo.path, base="nope", tests=TESTS)
     assert not verdict.passed
@@ -415,9 +430,43 @@ def test_protected_a_link_is_not_followed(repo: GitRepo, tmp_path: Path) -> None
     (repo.path / "pyproject.toml").symlink_to(elsewhere)
     passed, messages = _protected(repo)
     assert not passed
-    assert messages == ["pyproject.toml:1: pyproject.toml is not a regular file (a link, a "
-                        "device or a fifo); its protected part cannot be compared, so it "
-                        "counts as changed (uncommitted change in the working tree)"]
+    assert messages == ["pyproject.toml:1: pyproject.toml is a symbolic link; its protected "
+                        "part cannot be compared, so it counts as changed (uncommitted change "
+                        "in the working tree)"]
+
+
+def test_protected_file_in_an_undecodable_folder(repo: GitRepo) -> None:
+    odd = os.fsdecode(b"tests/\xff/conftest.py")             # not UTF-8: git prints it escaped
+    (repo.path / odd).parent.mkdir()
+    (repo.path / odd).write_text("import pytest\n")
+    repo.commit("impl")
+    committed = _protected(repo)[1]
+    assert [m.split(":1: ")[0] for m in committed] == ["tests/\ufffd/conftest.py"]
+    assert committed[0].endswith("(committed in HEAD~1..HEAD)")
+    (repo.path / odd).write_text("import evil\n")
+    (repo.path / os.fsdecode(b"\xfe.pth")).write_text("import evil\n")
+    messages = _protected(repo)[1]
+    assert [m.split(":1: ")[0] for m in messages] == [
+        "tests/\ufffd/conftest.py", "tests/\ufffd/conftest.py", "\ufffd.pth"]
+    assert messages[1].endswith("(uncommitted change in the working tree)")
+    assert messages[2].endswith("(untracked in the working tree)")
+
+
+def test_protected_unreadable_file_counts_as_changed(repo: GitRepo,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from portwright import safefs
+
+    repo.commit("impl", {"kv.py": "def alloc(n):\n    return [0] * n\n"})
+    repo.write("pyproject.toml", PYPROJECT + "\n")  # same pytest section, but unreadable
+
+    def refuse(root: Path, rel: str, *, cap: int) -> bytes:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(safefs, "read_file", refuse)
+    assert _protected(repo)[1] == [
+        "pyproject.toml:1: pyproject.toml cannot be read (Permission denied); its protected "
+        "part cannot be compared, so it counts as changed (uncommitted change in the working "
+        "tree)"]
 
 
 def test_protected_bad_base_is_a_clear_failure(repo: GitRepo) -> None:
