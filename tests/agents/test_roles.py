@@ -382,12 +382,17 @@ def test_reviewer_is_given_the_tamper_flags_of_the_change(pair: dict[str, Any]) 
                                        "int other() { std::quick_exit(0); return 0; }\n")
     (root / "lib/report.py").write_text('print("test_rope PASSED")\n')   # untracked
     (root / ".gitattributes").write_text("lib/** -diff\n")   # hides lib/ from a plain diff
+    (root / "lib/weights.bin").write_bytes(b"\0os._exit(0)\n" * 1000)  # data: never read
     context = reviewer.context_from_change(root, base, rules=load_rules(root), row="| r |",
                                            spec="## Slice\nrope", evidence="green",
                                            tests=["tests/**"])
     assert [f.render() for f in context.tamper_flags] == [
         "lib/attn.cpp:2: hard-exit: int other() { std::quick_exit(0); return 0; }",
         'lib/report.py:1: forged-report: print("test_rope PASSED")']
+    only, paths = reviewer.change_since(root, base, text=True,
+                                        paths=["lib/attn.cpp", "lib/report.py"])
+    assert paths == ["lib/attn.cpp", "lib/report.py"]
+    assert "weights.bin" not in only
     task = reviewer.ROLE.messages(context)[1].content or ""
     assert ("Tamper flags the framework raised on the change (outside the tests):\n"
             "- lib/attn.cpp:2: hard-exit: int other() { std::quick_exit(0); return 0; }\n"

@@ -19,7 +19,8 @@ from portwright.agents.results import ReviewVerdict
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
 from portwright.agents.tools import Workspace
 from portwright.errors import RevisionError
-from portwright.gates.tamper import TamperFlag, tamper_flags
+from portwright.gates.tamper import TamperFlag, has_rules, tamper_flags
+from portwright.globs import match_any
 from portwright.rules import Rules
 from portwright.vcs.git import open_repo, resolve
 
@@ -40,27 +41,32 @@ class ReviewerContext(RoleContext):
     reporting (:mod:`portwright.gates.tamper`), for the reviewer to judge."""
 
 
-def change_since(worktree: Path, base: str, *, text: bool = False) -> tuple[str, list[str]]:
+def change_since(worktree: Path, base: str, *, text: bool = False,
+                 paths: Sequence[str] | None = None) -> tuple[str, list[str]]:
     """The diff of the worktree against ``base`` (new untracked files included) and the
     changed paths, computed from git alone; the index is left as it is. ``text`` shows
-    every file as text, whatever ``.gitattributes`` says (for the tamper flags)."""
+    every file as text, whatever ``.gitattributes`` says; ``paths`` limits both to those."""
+    if paths is not None and not paths:
+        return "", []
     repo = open_repo(worktree, what="worktree")
     sha = resolve(repo, base)
     options = ["--no-color", "--no-ext-diff", "--no-textconv", *(["--text"] if text else [])]
+    limit = ["--", *paths] if paths is not None else []
     try:
-        diff = str(repo.git.diff(sha, *options))
-        untracked = str(repo.git.ls_files("--others", "--exclude-standard", "-z"))
+        diff = str(repo.git.diff(sha, *options, *limit))
+        names = str(repo.git.diff(sha, "--name-only", "--no-renames", "-z", *limit))
+        untracked = str(repo.git.ls_files("--others", "--exclude-standard", "-z", *limit))
     except git.GitCommandError as exc:
         raise RevisionError(f"cannot diff the worktree against {base}", file=worktree,
                             fix="pass a revision of this repository") from exc
-    paths = [line[6:] for line in diff.splitlines() if line.startswith("+++ b/")]
+    changed = [p for p in names.split("\0") if p]
     pieces = [diff] if diff else []
     for path in sorted(p for p in untracked.split("\0") if p):
         # exit status 1 means "they differ", the normal case here
         pieces.append(str(repo.git.diff("--no-index", *options, "--", "/dev/null", path,
                                         with_exceptions=False)))
-        paths.append(path)
-    return "\n".join(pieces), paths
+        changed.append(path)
+    return "\n".join(pieces), changed
 
 
 def context_from_change(worktree: Path, base: str, *, rules: Rules, row: str, spec: str,
@@ -70,7 +76,8 @@ def context_from_change(worktree: Path, base: str, *, rules: Rules, row: str, sp
     the tamper flags of the change outside ``tests`` (globs) and the rules that apply to the
     changed paths. Nothing of the implementer's turn."""
     diff, paths = change_since(worktree, base)
-    flags = tamper_flags(change_since(worktree, base, text=True)[0], exclude=list(tests))
+    scanned = [p for p in paths if has_rules(p) and not match_any(p, tests)]
+    flags = tamper_flags(change_since(worktree, base, text=True, paths=scanned)[0])
     return ReviewerContext(rules_prose=rules.prose_for(paths), row=row, spec=spec, diff=diff,
                            evidence=evidence, tamper_flags=flags, excerpts=list(excerpts))
 
