@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +45,16 @@ class Change:
     """Path at base, for renames and copies."""
 
 
-def name_status(repo: Path, base: str, head: str = "HEAD") -> list[Change]:
-    out = git(repo, "diff", "--name-status", "-M", "-z", base, head)
-    fields = [f for f in out.split("\0") if f]
+def name_status(repo: Path, base: str, head: str = "HEAD", *, exact: bool = False) -> list[Change]:
+    """The changed files of ``base..head``. ``exact`` keeps a file name that is not UTF-8 as
+    ``os.fsdecode`` does, so that it names the same file when passed back to git (print it
+    with ``errors="replace"``); otherwise such bytes read as U+FFFD."""
+    if exact:
+        raw = plumbing.git(repo, "diff", "--name-status", "-M", "-z", base, head)
+        fields = [os.fsdecode(f) for f in raw.split(b"\0") if f]
+    else:
+        fields = [f for f in git(repo, "diff", "--name-status", "-M", "-z", base, head)
+                  .split("\0") if f]
     changes: list[Change] = []
     index = 0
     while index < len(fields):
@@ -75,9 +83,12 @@ def added_lines(repo: Path, base: str, path: str, head: str = "HEAD") -> set[int
 
 
 def unified(repo: Path, base: str, paths: list[str], head: str = "HEAD") -> str:
+    """The diff of ``paths`` as text, whatever ``.gitattributes`` says (``-diff``, ``binary``,
+    a textconv or external driver would hide or rewrite the lines the checks read)."""
     if not paths:
         return ""
-    return git(repo, "diff", "-U3", "--no-color", "-M", base, head, "--", *paths)
+    return git(repo, "diff", "-U3", "--no-color", "--text", "--no-ext-diff", "--no-textconv",
+               "-M", base, head, "--", *paths)
 
 
 def show(repo: Path, rev: str, path: str) -> str | None:

@@ -12,6 +12,10 @@ gate options:
 ``seams``              (the rules' ``[[seam]]`` tables)
 ``additive``           ``base`` (the rules' ``additive`` globs)
 ``runtime-config``     ``command`` (required), ``spec`` (path of the spec to compare with)
+``tamper``             ``base``, ``tests``, ``ignore`` (globs not flagged), ``fail`` (flags fail)
+``protected-paths``    ``base``, ``ignore`` (globs exempted, e.g. a venv the gates build)
+
+The last two live in :mod:`portwright.gates.integrity`.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from portwright.config import PortwrightConfig
 from portwright.errors import RevisionError, UsageError
 from portwright.evidence.anchors import AnchorError, BlobReader, resolve_anchor
 from portwright.gates import _diff
+from portwright.gates.integrity import check_protected_paths, check_tamper
 from portwright.gates.models import GateResult, result
 from portwright.gates.testids import from_junit_text, from_output
 from portwright.gates.weakening import weakening
@@ -487,6 +492,11 @@ def _option_str(ctx: GateContext, key: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _option_bool(ctx: GateContext, key: str) -> bool:
+    value = ctx.options.get(key)
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
 def _tests_globs(ctx: GateContext) -> list[str]:
     return _option_list(ctx, "tests", ctx.config.upstream.path_kinds.get("tests", []))
 
@@ -559,6 +569,17 @@ def _runtime(ctx: GateContext) -> GateResult:
                                 timeout=ctx.gate.spec.timeout)
 
 
+def _tamper(ctx: GateContext) -> GateResult:
+    return check_tamper(ctx.repo, base=ctx.base or _option_str(ctx, "base"),
+                        tests=_tests_globs(ctx), ignore=_option_list(ctx, "ignore", []),
+                        fail=_option_bool(ctx, "fail"))
+
+
+def _protected_paths(ctx: GateContext) -> GateResult:
+    return check_protected_paths(ctx.repo, base=ctx.base or _option_str(ctx, "base"),
+                                 ignore=_option_list(ctx, "ignore", []))
+
+
 BUILTINS: dict[BuiltinCheck, Callable[[GateContext], GateResult]] = {
     BuiltinCheck.ANCHORS: _anchors,
     BuiltinCheck.SPEC_COMPLETE: _spec_complete,
@@ -568,4 +589,6 @@ BUILTINS: dict[BuiltinCheck, Callable[[GateContext], GateResult]] = {
     BuiltinCheck.SEAMS: _seams,
     BuiltinCheck.ADDITIVE: _additive,
     BuiltinCheck.RUNTIME_CONFIG: _runtime,
+    BuiltinCheck.TAMPER: _tamper,
+    BuiltinCheck.PROTECTED_PATHS: _protected_paths,
 }

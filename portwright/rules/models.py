@@ -32,6 +32,8 @@ class BuiltinCheck(StrEnum):
     SEAMS = "seams"
     ADDITIVE = "additive"
     RUNTIME_CONFIG = "runtime-config"
+    TAMPER = "tamper"
+    PROTECTED_PATHS = "protected-paths"
 
 
 class _Model(BaseModel):

@@ -360,7 +360,8 @@ def test_reviewer_context_from_the_change_in_git(pair: dict[str, Any]) -> None:
     (root / "lib/rope.cpp").write_text("double rope(double x) { return 2 * x; }\n")
     index_before = (root / ".git/index").read_bytes()
     context = reviewer.context_from_change(root, base, rules=load_rules(root), row="| r |",
-                                           spec="## Slice\nrope", evidence="green")
+                                           spec="## Slice\nrope", evidence="green",
+                                           tests=["tests/**"])
     assert "-int other() { return 0; }\n+int other() { return 1; }" in context.diff
     assert "+++ b/lib/rope.cpp\n@@ -0,0 +1 @@\n+double rope(double x)" in context.diff
     assert "No exceptions in lib/." in context.rules_prose
@@ -370,3 +371,37 @@ def test_reviewer_context_from_the_change_in_git(pair: dict[str, Any]) -> None:
     verdict = ReviewVerdict(decision="changes_requested", summary="s", findings=[
         Finding(path="lib/rope.cpp", line=1, severity=Severity.MAJOR, message="m")])
     assert reviewer.ROLE.check(context, verdict, pair["workspace"]) == []
+
+
+def test_reviewer_is_given_the_tamper_flags_of_the_change(pair: dict[str, Any]) -> None:
+    downstream = pair["downstream"]
+    base = downstream.head()
+    root = downstream.path
+    downstream.commit("tests", {"tests/test_rope.py": "import pytest\nimport os\nos._exit(0)\n"})
+    (root / "lib/attn.cpp").write_text("#include <cstdlib>\n"
+                                       "int other() { std::quick_exit(0); return 0; }\n")
+    (root / "lib/report.py").write_text('print("test_rope PASSED")\n')   # untracked
+    (root / ".gitattributes").write_text("lib/** -diff\n")   # hides lib/ from a plain diff
+    (root / "lib/weights.bin").write_bytes(b"\0os._exit(0)\n" * 1000)  # data: never read
+    context = reviewer.context_from_change(root, base, rules=load_rules(root), row="| r |",
+                                           spec="## Slice\nrope", evidence="green",
+                                           tests=["tests/**"])
+    assert [f.render() for f in context.tamper_flags] == [
+        "lib/attn.cpp:2: hard-exit: int other() { std::quick_exit(0); return 0; }",
+        'lib/report.py:1: forged-report: print("test_rope PASSED")']
+    only, paths = reviewer.change_since(root, base, text=True,
+                                        paths=["lib/attn.cpp", "lib/report.py"])
+    assert paths == ["lib/attn.cpp", "lib/report.py"]
+    assert "weights.bin" not in only
+    task = reviewer.ROLE.messages(context)[1].content or ""
+    assert ("Tamper flags the framework raised on the change (outside the tests):\n"
+            "- lib/attn.cpp:2: hard-exit: int other() { std::quick_exit(0); return 0; }\n"
+            '- lib/report.py:1: forged-report: print("test_rope PASSED")\n') in task
+    system = reviewer.ROLE.messages(context)[0].content or ""
+    assert "tamper flag" in system
+
+
+def test_reviewer_sees_no_flags_as_none() -> None:
+    task = reviewer.ROLE.messages(reviewer.sample())[1].content or ""
+    assert "Tamper flags the framework raised on the change (outside the tests):\n- none\n" in (
+        task)

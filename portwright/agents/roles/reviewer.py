@@ -1,5 +1,5 @@
-"""The fresh reviewer: judges the change from the spec, the diff, the evidence and the
-rules — never from the implementer's transcript.
+"""The fresh reviewer: judges the change from the spec, the diff, the evidence, the tamper
+flags and the rules — never from the implementer's transcript.
 
 Its context model has no place for another role's messages, and
 :meth:`~portwright.agents.roles.base.Role.run` checks, before the first call, that none
@@ -12,12 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import git
+from pydantic import Field
 
 from portwright.agents.prompting import Excerpt
 from portwright.agents.results import ReviewVerdict
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
 from portwright.agents.tools import Workspace
 from portwright.errors import RevisionError
+from portwright.gates.tamper import TamperFlag, has_rules, tamper_flags
+from portwright.globs import match_any
 from portwright.rules import Rules
 from portwright.vcs.git import open_repo, resolve
 
@@ -33,36 +36,50 @@ class ReviewerContext(RoleContext):
     """The change, as the framework computed it from git."""
     evidence: str
     """The framework's evidence: red/green records, gate results."""
+    tamper_flags: list[TamperFlag] = Field(default_factory=list)
+    """Lines of the change outside the tests that reach into the test runner or its
+    reporting (:mod:`portwright.gates.tamper`), for the reviewer to judge."""
 
 
-def change_since(worktree: Path, base: str) -> tuple[str, list[str]]:
+def change_since(worktree: Path, base: str, *, text: bool = False,
+                 paths: Sequence[str] | None = None) -> tuple[str, list[str]]:
     """The diff of the worktree against ``base`` (new untracked files included) and the
-    changed paths, computed from git alone; the index is left as it is."""
+    changed paths, computed from git alone; the index is left as it is. ``text`` shows
+    every file as text, whatever ``.gitattributes`` says; ``paths`` limits both to those."""
+    if paths is not None and not paths:
+        return "", []
     repo = open_repo(worktree, what="worktree")
     sha = resolve(repo, base)
+    options = ["--no-color", "--no-ext-diff", "--no-textconv", *(["--text"] if text else [])]
+    limit = ["--", *paths] if paths is not None else []
     try:
-        diff = str(repo.git.diff(sha, "--no-color", "--no-ext-diff"))
-        untracked = str(repo.git.ls_files("--others", "--exclude-standard", "-z"))
+        diff = str(repo.git.diff(sha, *options, *limit))
+        names = str(repo.git.diff(sha, "--name-only", "--no-renames", "-z", *limit))
+        untracked = str(repo.git.ls_files("--others", "--exclude-standard", "-z", *limit))
     except git.GitCommandError as exc:
         raise RevisionError(f"cannot diff the worktree against {base}", file=worktree,
                             fix="pass a revision of this repository") from exc
-    paths = [line[6:] for line in diff.splitlines() if line.startswith("+++ b/")]
+    changed = [p for p in names.split("\0") if p]
     pieces = [diff] if diff else []
     for path in sorted(p for p in untracked.split("\0") if p):
         # exit status 1 means "they differ", the normal case here
-        pieces.append(str(repo.git.diff("--no-index", "--no-color", "--", "/dev/null", path,
+        pieces.append(str(repo.git.diff("--no-index", *options, "--", "/dev/null", path,
                                         with_exceptions=False)))
-        paths.append(path)
-    return "\n".join(pieces), paths
+        changed.append(path)
+    return "\n".join(pieces), changed
 
 
 def context_from_change(worktree: Path, base: str, *, rules: Rules, row: str, spec: str,
-                        evidence: str, excerpts: Sequence[Excerpt] = ()) -> ReviewerContext:
-    """The reviewer's fresh context: the spec, the diff git shows, the framework's evidence
-    and the rules that apply to the changed paths. Nothing of the implementer's turn."""
+                        evidence: str, tests: Sequence[str],
+                        excerpts: Sequence[Excerpt] = ()) -> ReviewerContext:
+    """The reviewer's fresh context: the spec, the diff git shows, the framework's evidence,
+    the tamper flags of the change outside ``tests`` (globs) and the rules that apply to the
+    changed paths. Nothing of the implementer's turn."""
     diff, paths = change_since(worktree, base)
+    scanned = [p for p in paths if has_rules(p) and not match_any(p, tests)]
+    flags = tamper_flags(change_since(worktree, base, text=True, paths=scanned)[0])
     return ReviewerContext(rules_prose=rules.prose_for(paths), row=row, spec=spec, diff=diff,
-                           evidence=evidence, excerpts=list(excerpts))
+                           evidence=evidence, tamper_flags=flags, excerpts=list(excerpts))
 
 
 def _check(context: ReviewerContext, verdict: ReviewVerdict, workspace: Workspace) -> list[str]:
