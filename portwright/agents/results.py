@@ -82,6 +82,8 @@ class SurfaceClassification(_Result):
     """Every candidate item, each classified once."""
     slice: str = Field(min_length=1)
     """The slice this run ports, in one or two sentences."""
+    answers: dict[str, str] = Field(default_factory=dict)
+    """Answers to the questions the spec must answer (dtypes, memory formats), by question."""
 
     def problems(self, candidates: list[str]) -> list[str]:
         """What is wrong against the framework's candidate list (empty when complete)."""

@@ -185,5 +185,5 @@ def run_command(
         messages=messages,
     )
     if store is not None:
-        store.add(record)
+        _, record = store.append(record)
     return record, _excerpt(result)

@@ -122,7 +122,7 @@ def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:
         sandbox="", timestamp=datetime.now(UTC), messages=verdict.messages,
     )
     if ctx.store is not None:
-        ctx.store.add(record)
+        _, record = ctx.store.append(record)
     return verdict.model_copy(update={"record": record})
 
 

@@ -170,8 +170,13 @@ class RunStore:
         return path.relative_to(self.dir).as_posix(), digest.hexdigest()
 
     def add(self, record: EvidenceRecord) -> Path:
+        """:meth:`append` ``record``; returns the file written."""
+        return self.append(record)[0]
+
+    def append(self, record: EvidenceRecord) -> tuple[Path, EvidenceRecord]:
         """Bind ``record`` to this run (run id, next sequence number), sign it and write it
-        as the next numbered evidence file (never through a link, never over a file)."""
+        as the next numbered evidence file (never through a link, never over a file);
+        returns the file and the record as written."""
         key = self._signing_key()
         seq = self._next_seq()
         record = record.model_copy(update={"run_id": self.run_id, "seq": seq, "mac": None})
@@ -180,7 +185,7 @@ class RunStore:
         path = self.evidence_dir / f"{seq:04d}-{_slug(record.gate)}.json"
         _write_new(path, (record.model_dump_json(indent=2) + "\n").encode("utf-8"))
         logger.debug("evidence %s: %s passed=%s", path.name, record.gate, record.passed)
-        return path
+        return path, record
 
     def read(self, path: Path) -> EvidenceRecord:
         """The record in ``path``, its signature verified.

@@ -118,18 +118,24 @@ def open_run(
     allow_local: bool = False,
     record: Path | None = None,
     replay: Path | None = None,
+    resume: bool = False,
+    client: LLMClient | None = None,
 ) -> Iterator[RunContext]:
-    """Open a run of ``command`` on ``project``: write its manifest, yield its context, and
-    close what it opened (sandbox, client) however it ends. A run stopped by Ctrl-C leaves an
-    ``interrupted`` mark in its folder."""
+    """Open a run of ``command`` on ``project``: write its manifest (kept as it was when
+    ``resume`` continues a run), yield its context, and close what it opened (sandbox,
+    client) however it ends. A run stopped by Ctrl-C leaves an ``interrupted`` mark in its
+    folder."""
     run_id = run_id or new_run_id(prefix)
     store = project.store(run_id)
     rules = project.rules()
     commit = plumbing.rev_parse(project.root, project.revision or "HEAD")
-    store.write_manifest(command=command, commit=commit, rules_digests=rules.digests(),
-                         config=project.config)
+    if not (resume and store.manifest() is not None):
+        store.write_manifest(command=command, commit=commit, rules_digests=rules.digests(),
+                             config=project.config)
+    (store.dir / INTERRUPTED).unlink(missing_ok=True)
     context = RunContext(project=project, run_id=run_id, store=store, rules=rules,
-                         commit=commit, allow_local=allow_local, record=record, replay=replay)
+                         commit=commit, allow_local=allow_local, record=record, replay=replay,
+                         _client=client)
     with context._stack:
         try:
             yield context

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
@@ -30,7 +30,13 @@ from portwright.workflows.state import CycleState, GateRef, Node, RunStatus, Ste
 logger = logging.getLogger(__name__)
 
 Update = dict[str, Any]
-NodeFn = Callable[[CycleState, Runtime[RunContext]], Update]
+Body = Callable[[CycleState, Runtime[RunContext]], Update]
+
+
+class NodeFn(Protocol):
+    """A node as LangGraph calls it (the runtime by keyword)."""
+
+    def __call__(self, state: CycleState, *, runtime: Runtime[RunContext]) -> Update: ...
 C = TypeVar("C", bound=RoleContext)
 R = TypeVar("R", bound=BaseModel)
 
@@ -47,13 +53,13 @@ def emit(event: str, **data: Any) -> None:
     writer({"event": event, **data})
 
 
-def node(name: Node) -> Callable[[NodeFn], NodeFn]:
+def node(name: Node) -> Callable[[Body], NodeFn]:
     """Make a node: time it into the timeline, report start and end; a usage or run
     failure it raises ends the run ``blocked`` with the reason, never a crash."""
 
-    def wrap(fn: NodeFn) -> NodeFn:
+    def wrap(fn: Body) -> NodeFn:
         @functools.wraps(fn)
-        def run(state: CycleState, runtime: Runtime[RunContext]) -> Update:
+        def run(state: CycleState, *, runtime: Runtime[RunContext]) -> Update:
             started = datetime.now(UTC)
             emit("node_started", node=name.value)
             try:

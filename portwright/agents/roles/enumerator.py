@@ -29,10 +29,15 @@ class EnumeratorContext(RoleContext):
     """The parity row, if any."""
     candidates: list[str] = Field(min_length=1)
     """The framework's candidate items; each must be classified exactly once."""
+    questions: list[str] = Field(default_factory=list)
+    """Questions the rules require every spec to answer (``[spec] questions``)."""
+    feedback: str = ""
+    """Why the last classification (or the spec made of it) was sent back."""
 
 
 def context_from_surface(report: SurfaceReport, upstream: git.Repo, *, rules_prose: str,
-                         row: str = "") -> EnumeratorContext:
+                         row: str = "", questions: list[str] | None = None,
+                         feedback: str = "") -> EnumeratorContext:
     """The enumerator's context from the framework's surface report: one candidate per item,
     and the upstream ranges (at the report's revision) the items are anchored at."""
     hits: list[tuple[str, int]] = []
@@ -44,12 +49,15 @@ def context_from_surface(report: SurfaceReport, upstream: git.Repo, *, rules_pro
     excerpts = cite_around(upstream, report.rev, hits, before=2, after=8,
                            why=f"surface of {report.symbol}")
     return EnumeratorContext(rules_prose=rules_prose, symbol=report.symbol, pin=report.rev,
-                             row=row, candidates=candidate_labels(report), excerpts=excerpts)
+                             row=row, candidates=candidate_labels(report), excerpts=excerpts,
+                             questions=list(questions or []), feedback=feedback)
 
 
 def _check(context: EnumeratorContext, result: SurfaceClassification,
            workspace: Workspace) -> list[str]:
-    return result.problems(context.candidates)
+    missing = [f"question not answered: {q}" for q in context.questions
+               if not result.answers.get(q, "").strip()]
+    return result.problems(context.candidates) + missing
 
 
 def sample() -> EnumeratorContext:

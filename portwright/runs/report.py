@@ -1,0 +1,140 @@
+"""A run's evidence bundle as markdown: what the pull request body and ``portwright report``
+show. Everything in it comes from the run's folder (verdicts, surface, classification,
+reviews, transcripts' usage, signed evidence records) and the state's references; text
+written by a model or a command is quoted in code spans or blocks, never trusted as
+markup."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from portwright.runs.models import EvidenceKind, EvidenceRecord
+
+
+def _load(run_dir: Path, name: str) -> Any:
+    path = run_dir / name
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def spend(run_dir: Path) -> dict[str, dict[str, float]]:
+    """Calls, tokens and cost per role, summed over every transcript of the run (resumed
+    processes included)."""
+    out: dict[str, dict[str, float]] = {}
+    for path in sorted(run_dir.glob("transcript-*.jsonl")):
+        role = path.stem.removeprefix("transcript-").rsplit("-", 1)[0]
+        totals = out.setdefault(role, {"calls": 0, "tokens": 0, "cost_usd": 0.0})
+        for line in path.read_text(encoding="utf-8").splitlines():
+            event = json.loads(line) if line.strip() else {}
+            if event.get("event") == "usage":
+                totals["calls"] += 1
+                totals["tokens"] += int(event.get("total_tokens", 0) or 0)
+                totals["cost_usd"] += float(event.get("cost_usd", 0) or 0)
+    return out
+
+
+def render_report(run_dir: Path, state: Mapping[str, Any], records: list[EvidenceRecord], *,
+                  ledger_diff: str = "") -> str:
+    """The report of one run."""
+    parts = [f"# portwright run `{state.get('run_id', run_dir.name)}`: row "
+             f"`{state.get('row', '?')}`", "",
+             f"- status: **{state.get('status', '?')}**"
+             + (f" — {_cell(state['reason'])}" if state.get("reason") else ""),
+             f"- branch: `{state.get('branch', '')}` from `{str(state.get('base', ''))[:12]}`",
+             f"- upstream pin: `{str(state.get('pin', ''))[:12]}`", ""]
+    parts += _gap(run_dir) + _surface(run_dir)
+    if state.get("spec_path"):
+        parts += ["## Spec", "", f"`{state['spec_path']}` (committed on the branch)", ""]
+    parts += _evidence(records) + _review(run_dir)
+    if ledger_diff.strip():
+        parts += ["## Ledger and matrix rows", "", "```diff", ledger_diff.strip(), "```", ""]
+    parts += _cost(run_dir) + _timeline(state)
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _gap(run_dir: Path) -> list[str]:
+    gap = _load(run_dir, "gap.json")
+    if not gap:
+        return []
+    lines = ["## Gap verdict", "", f"**{gap['status']}** — {_cell(gap['reasoning'])}", ""]
+    lines += [f"- {e['kind']} `{_cell(e['ref'])}`: {_cell(e['detail'])}"
+              for e in gap.get("evidence", [])]
+    return [*lines, ""]
+
+
+def _surface(run_dir: Path) -> list[str]:
+    classes = _load(run_dir, "classification.json")
+    if not classes:
+        return []
+    lines = ["## Surface", "", f"Slice: {_cell(classes['slice'])}", "",
+             "| item | classification | reason |", "| --- | --- | --- |"]
+    lines += [f"| {_cell(i['item'])} | {i['classification']} | {_cell(i.get('reason', ''))} |"
+              for i in classes["items"]]
+    return [*lines, ""]
+
+
+def _evidence(records: list[EvidenceRecord]) -> list[str]:
+    if not records:
+        return []
+    lines = ["## Evidence (observed by portwright, signed)", "",
+             "| # | phase | gate | kind | exit | passed | commit | tests failed |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in records:
+        mark = "red" if r.kind is EvidenceKind.RED else "green" if r.kind is \
+            EvidenceKind.GREEN else "gate"
+        lines.append(f"| {r.seq} | {r.phase or '-'} | {_cell(r.gate)} | {mark} | "
+                     f"{r.exit_code} | {'yes' if r.passed else 'no'} | `{r.commit[:12]}`"
+                     f"{' (dirty)' if r.dirty else ''} | "
+                     f"{_cell(', '.join(r.tests_failed) or '-')} |")
+    return [*lines, ""]
+
+
+def _review(run_dir: Path) -> list[str]:
+    lines: list[str] = []
+    for path in sorted(run_dir.glob("review-*.json")):
+        review = json.loads(path.read_text(encoding="utf-8"))
+        lines += [f"## Review ({path.stem})", "",
+                  f"**{review['decision']}** — {_cell(review['summary'])}", ""]
+        lines += [f"- `{_cell(f['path'])}:{f['line']}` [{f['severity']}] {_cell(f['message'])}"
+                  for f in review.get("findings", [])]
+        lines.append("")
+    return lines
+
+
+def _cost(run_dir: Path) -> list[str]:
+    spent = spend(run_dir)
+    if not spent:
+        return []
+    lines = ["## Model use", "", "| role | calls | tokens | cost (USD) |",
+             "| --- | --- | --- | --- |"]
+    lines += [f"| {role} | {int(v['calls'])} | {int(v['tokens'])} | {v['cost_usd']:.4f} |"
+              for role, v in spent.items()]
+    return [*lines, ""]
+
+
+def _timeline(state: Mapping[str, Any]) -> list[str]:
+    steps = state.get("timeline") or []
+    if not steps:
+        return []
+    lines = ["## Timeline", "", "| node | seconds | note |", "| --- | --- | --- |"]
+    for step in steps:
+        started, finished = step["started"], step["finished"]
+        seconds = (_ts(finished) - _ts(started))
+        lines.append(f"| {step['node']} | {seconds:.2f} | {_cell(step.get('note', ''))} |")
+    return [*lines, ""]
+
+
+def _ts(value: Any) -> float:
+    from datetime import datetime
+
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return datetime.fromisoformat(str(value)).timestamp()

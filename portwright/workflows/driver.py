@@ -1,0 +1,226 @@
+"""Driving the port cycle: start a run, resume it, answer its approvals, read its state.
+
+A run is a LangGraph thread (run id = thread id) checkpointed after every node in SQLite
+in the state folder (or Postgres, ``[runs] checkpoint_url``), with its own worktree and
+branch, its own run folder and sandbox. Any process may resume it, later: ``resume``
+continues from the last checkpoint (a node cut short by a crash runs again from its first
+line; its side effects find what they already did), ``answer`` resumes a run parked at an
+approval with the person's decision. One process drives a run at a time (a lock in its
+folder); answering a run that is not waiting is refused ("already decided"), never a
+second resume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.types import Command, StreamMode
+
+from portwright.agents.llm import LLMClient
+from portwright.errors import UsageError
+from portwright.project import Project
+from portwright.runs.store import RunStore
+from portwright.vcs import plumbing
+from portwright.vcs.worktree import run_worktree
+from portwright.workflows.context import new_run_id, open_run
+from portwright.workflows.cycle import build_cycle
+from portwright.workflows.state import CycleState, RunStatus
+
+logger = logging.getLogger(__name__)
+
+Event = dict[str, Any]
+OnEvent = Callable[[Event], None]
+
+CHECKPOINTS = "checkpoints.sqlite"
+
+
+@contextmanager
+def open_checkpointer(project: Project) -> Iterator[BaseCheckpointSaver[Any]]:
+    """The checkpoint saver of the project's runs."""
+    url = project.config.runs.checkpoint_url
+    if url:
+        try:
+            from langgraph.checkpoint.postgres import (  # type: ignore[import-not-found]
+                PostgresSaver,
+            )
+        except ImportError as exc:
+            raise UsageError("[runs] checkpoint_url needs the postgres extra",
+                             key="runs.checkpoint_url",
+                             fix="pip install 'portwright[postgres]', or unset it") from exc
+        with PostgresSaver.from_conn_string(url) as saver:
+            saver.serde = _serde()
+            saver.setup()
+            yield saver
+        return
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(project.state_dir / CHECKPOINTS, check_same_thread=False)
+    try:
+        yield SqliteSaver(conn, serde=_serde())
+    finally:
+        conn.close()
+
+
+def _serde() -> JsonPlusSerializer:
+    """Checkpoints deserialise only the state's own types (and LangGraph's safe ones)."""
+    from portwright.workflows import state
+
+    allowed = [("portwright.workflows.state", name) for name in
+               ("CycleState", "Node", "RunStatus", "Step", "GateRef") if hasattr(state, name)]
+    return JsonPlusSerializer(allowed_msgpack_modules=allowed)
+
+
+@dataclass(frozen=True)
+class RunView:
+    """Where a run stands, from its checkpoint."""
+
+    run_id: str
+    status: RunStatus
+    values: dict[str, Any]
+    """The state's values (JSON-ready)."""
+    next: tuple[str, ...]
+    """Nodes that run next (empty when finished)."""
+    waiting: dict[str, Any] | None
+    """The approval request it is parked at, if any."""
+
+
+@contextmanager
+def _lock(run_dir: Path) -> Iterator[None]:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise UsageError(f"run {run_dir.name} is being driven by another process",
+                             fix="wait for it to finish or stop, then resume") from exc
+        yield
+    finally:
+        os.close(fd)
+
+
+def _thread(run_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": run_id}, "recursion_limit": 400}
+
+
+def view(project: Project, run_id: str, saver: BaseCheckpointSaver[Any]) -> RunView:
+    """A run's state from its last checkpoint."""
+    graph = build_cycle().compile(checkpointer=saver)
+    snapshot = graph.get_state(_thread(run_id))
+    if not snapshot.values:
+        raise UsageError(f"no run {run_id!r} in this project", key="RUN",
+                         fix="list the runs with `portwright runs`")
+    values = CycleState.model_validate(snapshot.values).model_dump(mode="json")
+    waiting = snapshot.interrupts[0].value if snapshot.interrupts else None
+    status = RunStatus(values["status"])
+    if waiting is not None:
+        status = RunStatus.WAITING
+    return RunView(run_id=run_id, status=status, values=values, next=snapshot.next,
+                   waiting=waiting)
+
+
+def _drive(project: Project, run_id: str, base: str, command: str, graph_input: Any,
+           on_event: OnEvent, *, resume: bool, allow_local: bool = False,
+           replay: Path | None = None, client: LLMClient | None = None) -> RunView:
+    worktree = run_worktree(project.root, project.worktree_dir(run_id), run_id, base)
+    run_project = Project.load(worktree, at=base)
+    with _lock(project.run_dir(run_id)), \
+            open_run(run_project, command, run_id=run_id, allow_local=allow_local,
+                     replay=replay, resume=resume, client=client) as ctx, \
+            open_checkpointer(project) as saver:
+        graph = build_cycle().compile(checkpointer=saver)
+        modes: list[StreamMode] = ["custom", "updates"]
+        for mode, chunk in graph.stream(graph_input, _thread(run_id), context=ctx,
+                                        stream_mode=modes, durability="sync"):
+            if mode == "custom" and isinstance(chunk, dict):
+                on_event(chunk)
+            elif isinstance(chunk, dict) and "__interrupt__" in chunk:
+                on_event({"event": "waiting", "run_id": run_id})
+        return view(project, run_id, saver)
+
+
+def start(project: Project, row: str, on_event: OnEvent, *, run_id: str | None = None,
+          allow_local: bool = False, replay: Path | None = None,
+          client: LLMClient | None = None) -> RunView:
+    """Start a run of the cycle on ``row`` from the repository's HEAD, in its own worktree
+    and branch; returns where it stands when it ends or waits."""
+    run_id = run_id or new_run_id("run")
+    if project.run_dir(run_id).exists():
+        raise UsageError(f"run {run_id!r} exists already", key="--run-id",
+                         fix=f"resume it with `portwright resume {run_id}`, or pick another id")
+    base = plumbing.rev_parse(project.root, "HEAD")
+    on_event({"event": "run_started", "run_id": run_id, "row": row, "base": base})
+    return _drive(project, run_id, base, f"run {row}", CycleState(row=row), on_event,
+                  resume=False, allow_local=allow_local, replay=replay, client=client)
+
+
+def _base_of(project: Project, run_id: str) -> str:
+    manifest = RunStore(project.runs_dir, run_id).manifest()
+    if manifest is None:
+        raise UsageError(f"no run {run_id!r} in this project", key="RUN",
+                         fix="list the runs with `portwright runs`")
+    return manifest.commit
+
+
+def resume(project: Project, run_id: str, on_event: OnEvent, *,
+           allow_local: bool = False, replay: Path | None = None,
+          client: LLMClient | None = None) -> RunView:
+    """Continue a run from its last checkpoint (after a crash, a kill, a reboot)."""
+    base = _base_of(project, run_id)
+    with open_checkpointer(project) as saver:
+        current = view(project, run_id, saver)
+    if current.waiting is not None:
+        raise UsageError(f"run {run_id} waits for a decision",
+                         fix=f"answer it: `portwright approve {run_id}`, `reject`, or `edit`")
+    if not current.next:
+        on_event({"event": "finished", "run_id": run_id, "status": str(current.status)})
+        return current
+    return _drive(project, run_id, base, f"resume {run_id}", None, on_event, resume=True,
+                  allow_local=allow_local, replay=replay, client=client)
+
+
+def answer(project: Project, run_id: str, decision: dict[str, Any], on_event: OnEvent, *,
+           allow_local: bool = False, replay: Path | None = None,
+          client: LLMClient | None = None) -> RunView:
+    """Resume a run parked at an approval with ``decision`` (``{"type": "approve"}``, …)."""
+    base = _base_of(project, run_id)
+    with open_checkpointer(project) as saver:
+        current = view(project, run_id, saver)
+    if current.waiting is None:
+        raise UsageError(f"run {run_id} is not waiting for a decision (already decided, or "
+                         f"{current.status})", key="RUN",
+                         fix=f"see `portwright status {run_id}`")
+    return _drive(project, run_id, base, f"answer {run_id}",
+                  Command(resume={"decisions": [decision]}), on_event, resume=True,
+                  allow_local=allow_local, replay=replay, client=client)
+
+
+def run_ids(project: Project) -> list[str]:
+    """Every run of the cycle in the project, oldest first."""
+    if not project.runs_dir.is_dir():
+        return []
+    found = [p for p in project.runs_dir.iterdir() if (p / "run.json").is_file()
+             and not p.name.startswith(("gates-", "verify-gap-"))]
+    return [p.name for p in sorted(found, key=lambda p: (p / "run.json").stat().st_mtime)]
+
+
+def views(project: Project) -> list[RunView]:
+    out: list[RunView] = []
+    with open_checkpointer(project) as saver:
+        for run_id in run_ids(project):
+            with contextlib.suppress(UsageError):
+                out.append(view(project, run_id, saver))
+    return out

@@ -1,0 +1,166 @@
+"""Reconcile the records, check them, ask before advancing, commit, open the pull request.
+
+``open_pr`` here is the local backend: the branch stays in the repository and the pull
+request body (the run's report) is written to the run's folder as ``pr.md``.
+"""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from portwright.evidence.surface import SurfaceReport
+from portwright.globs import match_any
+from portwright.parity.ledger import LedgerKind, add_entry, load_ledger
+from portwright.parity.matrix import update_row
+from portwright.project import record_globs
+from portwright.runs.report import render_report
+from portwright.vcs import plumbing
+from portwright.vcs.worktree import commit_step, head, reset_to_head
+from portwright.workflows.approvals import (
+    RejectDecision,
+    RespondDecision,
+    needs_approval,
+    parse_response,
+    request,
+    unusual_reasons,
+)
+from portwright.workflows.context import RunContext
+from portwright.workflows.nodes_code import test_globs
+from portwright.workflows.state import CycleState, Node, RunStatus
+from portwright.workflows.steps import (
+    Update,
+    blocked,
+    failures,
+    gate_refs,
+    load,
+    node,
+    run_phase,
+)
+
+
+@node(Node.RECONCILE)
+def reconcile(state: CycleState, runtime: Runtime[RunContext]) -> Update:
+    """The matrix row says what the run ported; each file the change introduced gets a
+    ledger entry against the upstream definition at the pin (existing entries are kept:
+    a resumed step adds nothing twice)."""
+    ctx = runtime.context
+    root, config = ctx.project.root, ctx.project.config
+    reset_to_head(root)
+    report = SurfaceReport.model_validate(load(ctx, "surface.json"))
+    definition = report.definition.rsplit("@", 1)[0]
+    tests_anchor = next((i.anchor.rsplit("@", 1)[0] for i in report.items if i.kind == "test"),
+                        definition)
+    skip = [*record_globs(config), ".gitignore", "**/.gitignore"]
+    changed = [c for c in _changed(ctx, state) if not match_any(c, skip)]
+    entries, _ = load_ledger(root, config, strict=False)
+    known = {e.change for e in entries}
+    for path in changed:
+        if path in known:
+            continue
+        is_test = match_any(path, test_globs(ctx))
+        add_entry(root, config, change=path,
+                  upstream=f"{tests_anchor if is_test else definition}@{state.pin[:12]}",
+                  kind=LedgerKind.PORT, notes=f"run {ctx.run_id}")
+    statuses = config.artifacts.statuses
+    status = "partial" if state.deferred and "partial" in statuses else "ported"
+    update_row(root, config, state.row, status=status)
+    sha = commit_step(root, ctx.run_id, "reconcile", f"parity: {state.row} {status}",
+                      allow_empty=True)
+    return {"commits": {**state.commits, "reconcile": sha or ""}}
+
+
+def _changed(ctx: RunContext, state: CycleState) -> list[str]:
+    out = plumbing.git(ctx.project.root, "diff", "--name-only", "--diff-filter=AMR", "-z",
+                       state.base, "HEAD")
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+@node(Node.CHECK_RECONCILED)
+def check_reconciled(state: CycleState, runtime: Runtime[RunContext]) -> Update:
+    """The ``reconcile`` gates: every change in the ledger, every affected row updated."""
+    results = run_phase(runtime.context, state, "reconcile", sandbox=False)
+    if all(r.passed for r in results):
+        return {"gates": gate_refs("reconcile", results)}
+    return {"gates": gate_refs("reconcile", results),
+            **blocked(f"the records do not reconcile: {failures(results)}")}
+
+
+def _ask(ctx: RunContext, state: CycleState, point: str, name: str,
+         description: str) -> tuple[Update, str]:
+    config = ctx.project.config
+    retried = any(not g.passed for g in state.gates if g.phase in ("focused", "full"))
+    unusual = unusual_reasons(deferred=state.deferred, attempts=state.attempts,
+                              bounds=config.bounds, gates_retried=retried)
+    if not needs_approval(getattr(config.approvals, point), unusual=unusual):
+        return {"approvals": {**state.approvals, point: "auto"}}, "auto"
+    why = "".join(f"\n- {reason}" for reason in unusual)
+    asked = request(name, {"row": state.row, "branch": state.branch, "head": head(
+        ctx.project.root), "gates": [g.model_dump() for g in state.gates[-12:]]},
+        description + (f"\n\nWhy you are asked:{why}" if why else ""),
+        ["approve", "reject", "respond"])
+    decision = parse_response(interrupt(asked.model_dump()), asked)
+    update: Update = {"approvals": {**state.approvals, point: decision.type}}
+    if isinstance(decision, RejectDecision | RespondDecision):
+        update["feedback"] = decision.message
+    return update, decision.type
+
+
+@node(Node.APPROVE_ADVANCE)
+def approve_advance(state: CycleState, runtime: Runtime[RunContext]) -> Update:
+    """Wait for a person (per policy) before the change counts as done: approve, or reject
+    with a message that reaches the implementer's next turn."""
+    update, _ = _ask(runtime.context, state, "advance", "approve_advance",
+                     f"**`{state.row}`** is ported on `{state.branch}`: red and green "
+                     "observed, every gate green, the review approved, the records "
+                     "reconciled. Approve to finish the run; reject with a message to send it "
+                     "back to the implementer.")
+    return update
+
+
+@node(Node.COMMIT)
+def commit(state: CycleState, runtime: Runtime[RunContext]) -> Update:
+    """Nothing of the run is left uncommitted; the branch's head is the run's result."""
+    ctx = runtime.context
+    reset_to_head(ctx.project.root)
+    return {"commits": {**state.commits, "head": head(ctx.project.root)}}
+
+
+@node(Node.APPROVE_PR)
+def approve_pr(state: CycleState, runtime: Runtime[RunContext]) -> Update:
+    update, _ = _ask(runtime.context, state, "pr", "approve_pr",
+                     f"Open the pull request of **`{state.row}`** from `{state.branch}`?")
+    return update
+
+
+@node(Node.OPEN_PR)
+def open_pr(state: CycleState, runtime: Runtime[RunContext]) -> Update:
+    """The local pull request: the branch, and its body (the report) as ``pr.md`` in the
+    run's folder; written again, never appended, when the step runs again."""
+    ctx = runtime.context
+    final = RunStatus.LANDED if state.status is RunStatus.LANDED else RunStatus.DONE
+    values = {**state.model_dump(mode="json"), "status": str(final)}
+    ledger = plumbing.git(ctx.project.root, "diff", "--no-color", state.base, "HEAD", "--",
+                          ctx.project.config.artifacts.ledger,
+                          *ctx.project.config.artifacts.matrices).decode("utf-8", "replace")
+    body = render_report(ctx.dir, values, ctx.store.records(), ledger_diff=ledger)
+    (ctx.dir / "pr.md").write_text(body, encoding="utf-8")
+    return {"pr": "pr.md", "status": final}
+
+
+def route_after_advance(state: CycleState) -> str:
+    if state.status is RunStatus.BLOCKED:
+        return Node.BLOCKED
+    if state.approvals.get("advance") == "reject":
+        return Node.IMPLEMENT
+    return Node.COMMIT
+
+
+def route_after_pr_approval(state: CycleState) -> str:
+    if state.approvals.get("pr") == "reject":
+        return Node.BLOCKED
+    return Node.OPEN_PR
+
+
+__all__ = ["approve_advance", "approve_pr", "check_reconciled", "commit", "open_pr",
+           "reconcile", "route_after_advance", "route_after_pr_approval"]
