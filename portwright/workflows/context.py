@@ -76,6 +76,7 @@ class RunContext:
         if self._sandbox is None:
             from portwright.sandboxes import open_sandbox
 
+            _reap_dead_sandboxes()
             try:
                 upstream: Path | None = self.project.upstream()
             except RepositoryError:
@@ -106,6 +107,25 @@ class RunContext:
             model = self.project.config.model
             self._budget = RunBudget(model.budget, model.role_budgets, model.prices)
         return self._budget
+
+
+def _reap_dead_sandboxes() -> None:
+    """Containers left by runs whose process died (a killed run being resumed): removed,
+    so a resumed run never has two."""
+    from portwright.errors import SandboxError
+    from portwright.sandboxes.selection import docker_status
+
+    if docker_status() != "ok":
+        return
+    from portwright.sandboxes.images import prune
+
+    try:
+        removed = prune()
+    except SandboxError as exc:
+        logger.warning("could not reap dead runs' sandboxes: %s", exc)
+        return
+    if removed:
+        logger.info("removed the sandboxes of dead runs: %s", ", ".join(removed))
 
 
 @contextmanager

@@ -1,0 +1,349 @@
+"""CLI commands of the port cycle: ``run``, ``resume``, ``runs``, ``status``, ``log``,
+``report``, ``approve``, ``reject``, ``edit``.
+
+Exit codes: 0 the run is done (or landed, or waits for a decision), 1 it ended blocked,
+2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from portwright.cli.common import console, emit_json, err_console, project
+
+if TYPE_CHECKING:
+    from portwright.project import Project
+    from portwright.workflows.driver import RunView
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (events as lines).")]
+AllowLocal = Annotated[bool, typer.Option(
+    "--allow-local", help="Run commands as plain host processes if no sandbox backend is "
+    "usable, or if the config asks for the local backend (not isolation).")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add this room's commands to ``app``."""
+    for command in (run, resume, runs, status, log, report, approve, reject, edit):
+        app.command()(command)
+
+
+def _printer(as_json: bool) -> Any:
+    def show(event: dict[str, Any]) -> None:
+        if as_json:
+            print(json.dumps(event, default=str), flush=True)
+            return
+        kind = event.get("event")
+        if kind == "node_started":
+            console.print(f"[dim]▸ {escape(event['node'])}[/]")
+        elif kind == "node_finished":
+            colour = "red" if event.get("status") == "blocked" else "green"
+            console.print(f"[{colour}]✓[/] {escape(event['node'])} "
+                          f"[dim]{event.get('seconds', 0):.1f} s[/]")
+        elif kind == "gate":
+            mark = "[green]ok  [/]" if event["passed"] else "[red]FAIL[/]"
+            console.print(f"    {mark} gate {escape(event['phase'])}/{escape(event['name'])}")
+        elif kind == "red":
+            console.print("    [red]red observed[/]: the ported tests fail without the "
+                          "implementation")
+        elif kind == "agent_finished":
+            console.print(f"    [dim]{escape(event['role'])}: {escape(event['status'])}, "
+                          f"{event['calls']} calls, {event['tokens']} tokens[/]")
+        elif kind == "gap":
+            console.print(f"    gap verdict: [bold]{escape(event['status'])}[/]")
+        elif kind == "waiting":
+            console.print("[yellow]waiting for a decision[/]")
+
+    return show
+
+
+def _overrides(proj: Project, model: str | None, sandbox: str | None,
+               approve: str | None) -> Project:
+    from dataclasses import replace
+
+    config = proj.config
+    if model:
+        config = config.model_copy(update={"model": config.model.model_copy(
+            update={"name": model})})
+    if sandbox:
+        from portwright.config import SandboxBackend
+
+        config = config.model_copy(update={"sandbox": config.sandbox.model_copy(
+            update={"backend": SandboxBackend(sandbox)})})
+    if approve:
+        policy = "never" if approve == "auto" else "always"
+        config = config.model_copy(update={"approvals": config.approvals.model_copy(
+            update={"spec": policy, "advance": policy, "pr": policy})})
+    return replace(proj, config=config)
+
+
+def _finish(result: RunView, as_json: bool) -> None:
+    from portwright.workflows.state import RunStatus
+
+    values = result.values
+    if as_json:
+        emit_json({"run_id": result.run_id, "status": result.status.value,
+                   "reason": values.get("reason", ""), "branch": values.get("branch", ""),
+                   "waiting": result.waiting, "pr": values.get("pr", "")})
+    else:
+        colour = {"done": "green", "landed": "green", "waiting": "yellow"}.get(
+            result.status.value, "red")
+        console.print(f"run [bold]{escape(result.run_id)}[/]: [{colour}]{result.status}[/]"
+                      + (f" — {escape(values['reason'])}" if values.get("reason") else ""))
+        if result.waiting is not None:
+            request = result.waiting["action_requests"][0]
+            console.print(request["description"], markup=False)
+            allowed = result.waiting["review_configs"][0]["allowed_decisions"]
+            console.print(f"answer with: portwright approve {result.run_id}"
+                          + (f" | reject {result.run_id} --message …" if "reject" in allowed
+                             else "")
+                          + (f" | edit {result.run_id} --file spec.md" if "edit" in allowed
+                             else ""), markup=False)
+        elif values.get("pr"):
+            console.print(f"branch {values['branch']}; report: portwright report "
+                          f"{result.run_id}", markup=False)
+    if result.status is RunStatus.BLOCKED:
+        raise typer.Exit(1)
+
+
+def run(
+    row: Annotated[str, typer.Argument(help="The parity row to port (its id in the matrix).")],
+    model: Annotated[str | None, typer.Option(help="Model name (overrides [model] name).")]
+    = None,
+    sandbox: Annotated[str | None, typer.Option(
+        help="Sandbox backend: auto, docker, bwrap (local needs --allow-local).")] = None,
+    approve: Annotated[str | None, typer.Option(
+        help="auto: never wait for a person; ask: wait at every approval point.")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Run id (default: new).")]
+    = None,
+    replay: Annotated[Path | None, typer.Option(
+        help="Play the agents from this cassette instead of a model endpoint.")] = None,
+    allow_local: AllowLocal = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Port one row: verified gap → surface → spec → tests seen red → implementation seen
+    green → gates → fresh review → reconciled records → a branch and its PR body."""
+    from portwright.errors import UsageError
+    from portwright.workflows import driver
+
+    if approve not in (None, "auto", "ask"):
+        raise UsageError(f"--approve {approve!r}", key="--approve", fix="use auto or ask")
+    if sandbox not in (None, "auto", "docker", "bwrap", "local"):
+        raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
+                         fix="use auto, docker, bwrap or local")
+    proj = _overrides(project(committed=True), model, sandbox, approve)
+    result = driver.start(proj, row, _printer(as_json), run_id=run_id,
+                          allow_local=allow_local or sandbox == "local", replay=replay)
+    _finish(result, as_json)
+
+
+def resume(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="The run to continue.")],
+    replay: Annotated[Path | None, typer.Option(help="Cassette to play the agents from.")]
+    = None,
+    allow_local: AllowLocal = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Continue a run from its last checkpoint (after a crash, a kill, a reboot)."""
+    from portwright.workflows import driver
+
+    result = driver.resume(project(committed=True), run_id, _printer(as_json),
+                           allow_local=allow_local, replay=replay)
+    _finish(result, as_json)
+
+
+def _answer(run_id: str, decision: dict[str, Any], replay: Path | None, allow_local: bool,
+            as_json: bool) -> None:
+    from portwright.workflows import driver
+
+    result = driver.answer(project(committed=True), run_id, decision, _printer(as_json),
+                           allow_local=allow_local, replay=replay)
+    _finish(result, as_json)
+
+
+def approve(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    replay: Annotated[Path | None, typer.Option(help="Cassette to play the agents from.")]
+    = None,
+    allow_local: AllowLocal = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Approve what a waiting run asks; it goes on in this process."""
+    _answer(run_id, {"type": "approve"}, replay, allow_local, as_json)
+
+
+def reject(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    message: Annotated[str, typer.Option("--message", "-m",
+                                         help="Why; the agent that redoes the step reads it.")],
+    replay: Annotated[Path | None, typer.Option(help="Cassette to play the agents from.")]
+    = None,
+    allow_local: AllowLocal = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Reject what a waiting run asks, with a message for the agent that redoes the step."""
+    from portwright.errors import UsageError
+
+    if not message.strip():
+        raise UsageError("a rejection needs a message", key="--message",
+                         fix="say what is wrong: the agent that redoes the step reads it")
+    _answer(run_id, {"type": "reject", "message": message}, replay, allow_local, as_json)
+
+
+def edit(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    file: Annotated[Path, typer.Option("--file", help="The new spec (markdown).")],
+    replay: Annotated[Path | None, typer.Option(help="Cassette to play the agents from.")]
+    = None,
+    allow_local: AllowLocal = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Replace the spec of a run waiting at its spec approval; the run checks it again."""
+    from portwright.errors import UsageError
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the spec: {exc}", file=file,
+                         fix="pass a readable UTF-8 markdown file") from exc
+    _answer(run_id, {"type": "edit", "edited_action": {"name": "approve_spec",
+                                                       "args": {"spec": text}}},
+            replay, allow_local, as_json)
+
+
+def _age(values: dict[str, Any]) -> str:
+    from datetime import UTC, datetime
+
+    steps = values.get("timeline") or []
+    if not steps:
+        return "-"
+    last = datetime.fromisoformat(str(steps[-1]["finished"]))
+    minutes = int((datetime.now(UTC) - last).total_seconds() // 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+
+
+def runs(
+    status_filter: Annotated[str | None, typer.Option(
+        "--status", help="Only runs with this status (running, waiting, blocked, done, "
+        "landed).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Every run of the cycle in this project; waiting ones first."""
+    from portwright.runs.report import spend
+    from portwright.workflows import driver
+
+    proj = project()
+    found = [v for v in driver.views(proj)
+             if status_filter is None or v.status.value == status_filter]
+    found.sort(key=lambda v: v.status.value != "waiting")
+    rows = []
+    for item in found:
+        spent = spend(proj.run_dir(item.run_id))
+        rows.append({"run_id": item.run_id, "row": item.values["row"],
+                     "status": item.status.value,
+                     "node": item.next[0] if item.next else "-",
+                     "age": _age(item.values),
+                     "tokens": int(sum(v["tokens"] for v in spent.values())),
+                     "cost_usd": round(sum(v["cost_usd"] for v in spent.values()), 4)})
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table("run", "row", "status", "next", "age", "tokens", "cost")
+    for r in rows:
+        table.add_row(escape(r["run_id"]), escape(r["row"]), r["status"], r["node"], r["age"],
+                      str(r["tokens"]), f"${r['cost_usd']:.4f}")
+    console.print(table)
+
+
+def status(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    as_json: JsonOption = False,
+) -> None:
+    """A run's timeline, gates, red/green records, spend and what it waits for."""
+    from portwright.runs.report import spend
+    from portwright.workflows import driver
+    from portwright.workflows.driver import open_checkpointer
+
+    proj = project()
+    with open_checkpointer(proj) as saver:
+        current = driver.view(proj, run_id, saver)
+    values = current.values
+    payload = {"run_id": run_id, "status": current.status.value,
+               "reason": values.get("reason", ""), "next": list(current.next),
+               "waiting": current.waiting, "timeline": values.get("timeline", []),
+               "gates": values.get("gates", []), "attempts": values.get("attempts", {}),
+               "spend": spend(proj.run_dir(run_id)), "branch": values.get("branch", "")}
+    if as_json:
+        emit_json(payload)
+        return
+    console.print(f"run [bold]{escape(run_id)}[/] ({escape(values['row'])}): "
+                  f"{current.status.value}"
+                  + (f" — {escape(values['reason'])}" if values.get("reason") else ""))
+    table = Table("node", "seconds", "note")
+    for step in payload["timeline"]:
+        from portwright.runs.report import _ts
+
+        table.add_row(step["node"], f"{_ts(step['finished']) - _ts(step['started']):.2f}",
+                      escape(step.get("note", "")))
+    console.print(table)
+    gates = Table("phase", "gate", "result", "record", "message")
+    for gate in payload["gates"]:
+        gates.add_row(gate["phase"], escape(gate["name"]), "ok" if gate["passed"] else "FAIL",
+                      str(gate.get("record") or "-"), escape(gate.get("message", ""))[:120])
+    console.print(gates)
+    for role, spent in payload["spend"].items():
+        console.print(f"{role}: {int(spent['calls'])} calls, {int(spent['tokens'])} tokens, "
+                      f"${spent['cost_usd']:.4f}", markup=False)
+    if current.waiting is not None:
+        console.print("waits for: " + current.waiting["action_requests"][0]["name"],
+                      markup=False)
+
+
+def log(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    as_json: JsonOption = False,
+) -> None:
+    """The evidence records of a run, in order, each signature verified."""
+    proj = project()
+    store = proj.store(run_id)
+    if store.manifest() is None:
+        from portwright.errors import UsageError
+
+        raise UsageError(f"no run {run_id!r} in this project", key="RUN",
+                         fix="list the runs with `portwright runs`")
+    records = store.records()
+    if as_json:
+        emit_json(records)
+        return
+    for record in records:
+        console.print(f"#{record.seq:<3} {record.phase or '-':<9} {record.gate:<16} "
+                      f"exit {record.exit_code:<3} {'passed' if record.passed else 'FAILED'} "
+                      f"on {record.commit[:12]}  log {record.log or '-'}", markup=False)
+    err_console.print(f"{len(records)} records, all signed by this machine's evidence key",
+                      style="dim", markup=False)
+
+
+def report(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    as_json: JsonOption = False,
+) -> None:
+    """The run's evidence bundle as markdown (what the pull request body holds)."""
+    from portwright.runs.report import render_report
+    from portwright.workflows import driver
+    from portwright.workflows.driver import open_checkpointer
+
+    proj = project()
+    with open_checkpointer(proj) as saver:
+        current = driver.view(proj, run_id, saver)
+    values = {**current.values, "status": current.status.value}
+    text = render_report(proj.run_dir(run_id), values, proj.store(run_id).records())
+    if as_json:
+        emit_json({"run_id": run_id, "status": current.status.value, "markdown": text,
+                   "state": current.values})
+        return
+    print(text, end="")
