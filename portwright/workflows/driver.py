@@ -92,7 +92,8 @@ class RunView:
     values: dict[str, Any]
     """The state's values (JSON-ready)."""
     next: tuple[str, ...]
-    """Nodes that run next (empty when finished)."""
+    """Pending tasks: nodes that run next, or whose writes wait to be applied (empty when
+    the run has ended)."""
     waiting: dict[str, Any] | None
     """The approval request it is parked at, if any."""
 
@@ -128,7 +129,10 @@ def view(project: Project, run_id: str, saver: BaseCheckpointSaver[Any]) -> RunV
     status = RunStatus(values["status"])
     if waiting is not None:
         status = RunStatus.WAITING
-    return RunView(run_id=run_id, status=status, values=values, next=snapshot.next,
+    # a task whose writes were saved but whose successors were not yet planned (a crash
+    # between the two) is still pending: resuming applies its writes and goes on
+    pending = tuple(task.name for task in snapshot.tasks)
+    return RunView(run_id=run_id, status=status, values=values, next=pending,
                    waiting=waiting)
 
 
@@ -149,6 +153,9 @@ def _drive(project: Project, run_id: str, base: str, command: str, graph_input: 
                 on_event(chunk)
             elif isinstance(chunk, dict) and "__interrupt__" in chunk:
                 on_event({"event": "waiting", "run_id": run_id})
+            elif isinstance(chunk, dict):
+                for name in chunk:
+                    on_event({"event": "step_done", "node": name})
         return view(project, run_id, saver)
 
 
