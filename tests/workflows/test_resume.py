@@ -63,7 +63,8 @@ def test_kill_after_each_node_then_resume(node: str, make_repo: Callable[[str], 
     steps = collections.Counter(line.removeprefix("Portwright-Step: ") for body in bodies
                                 for line in body.splitlines()
                                 if line.startswith("Portwright-Step: "))
-    assert steps and max(steps.values()) == 1, steps
+    assert steps
+    assert max(steps.values()) == 1, steps
     ledger = plumbing.show(w.repo, branch, "parity-ledger.md")
     assert ledger is not None
     changes = [row.split("|")[1].strip() for row in ledger.decode().splitlines()
