@@ -284,11 +284,13 @@ def _run(argv: list[str], progress: Progress) -> None:
 # -- pruning ------------------------------------------------------------------------
 
 
-def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None) -> list[str]:
+def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None,
+          run_id: str | None = None) -> list[str]:
     """Remove sandbox containers whose owning process is gone; return their run ids.
 
     A container is left alone while the process that created it (on this host) still
-    runs, unless ``all_runs``. Stopped containers are always removed.
+    runs, unless ``all_runs``. Stopped containers are always removed. ``run_id`` limits it
+    to that run's containers.
     """
     import socket
 
@@ -297,7 +299,8 @@ def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None) 
     removed: list[str] = []
     try:
         host = socket.gethostname()
-        for container in client.containers.list(all=True, filters={"label": LABEL_RUN}):
+        label = LABEL_RUN if run_id is None else f"{LABEL_RUN}={run_id}"
+        for container in client.containers.list(all=True, filters={"label": label}):
             labels = container.labels
             running = container.status == "running"
             mine = labels.get(LABEL_HOST) == host

@@ -76,7 +76,7 @@ class RunContext:
         if self._sandbox is None:
             from portwright.sandboxes import open_sandbox
 
-            _reap_dead_sandboxes()
+            _reap_dead_sandboxes(self.run_id)
             try:
                 upstream: Path | None = self.project.upstream()
             except RepositoryError:
@@ -109,10 +109,10 @@ class RunContext:
         return self._budget
 
 
-def _reap_dead_sandboxes() -> None:
-    """Containers left by runs whose process died (a killed run being resumed): removed,
-    so a resumed run never has two."""
-    from portwright.errors import SandboxError
+def _reap_dead_sandboxes(run_id: str) -> None:
+    """Containers this run left when its process died (a killed run being resumed):
+    removed, so a resumed run never has two. Best effort: an engine that does not answer
+    is reported, not fatal."""
     from portwright.sandboxes.selection import docker_status
 
     if docker_status() != "ok":
@@ -120,9 +120,9 @@ def _reap_dead_sandboxes() -> None:
     from portwright.sandboxes.images import prune
 
     try:
-        removed = prune()
-    except SandboxError as exc:
-        logger.warning("could not reap dead runs' sandboxes: %s", exc)
+        removed = prune(run_id=run_id)
+    except Exception as exc:  # the SDK raises requests' errors and its own alike
+        logger.warning("could not reap the dead sandboxes of run %s: %s", run_id, exc)
         return
     if removed:
         logger.info("removed the sandboxes of dead runs: %s", ", ".join(removed))

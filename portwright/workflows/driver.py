@@ -51,9 +51,7 @@ def open_checkpointer(project: Project) -> Iterator[BaseCheckpointSaver[Any]]:
     url = project.config.runs.checkpoint_url
     if url:
         try:
-            from langgraph.checkpoint.postgres import (  # type: ignore[import-not-found]
-                PostgresSaver,
-            )
+            from langgraph.checkpoint.postgres import PostgresSaver
         except ImportError as exc:
             raise UsageError("[runs] checkpoint_url needs the postgres extra",
                              key="runs.checkpoint_url",
