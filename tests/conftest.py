@@ -119,5 +119,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         missing.append("a Docker engine (scripts/engine.sh starts one)")
     if not bwrap_works():
         missing.append("bubblewrap (apt-get install bubblewrap)")
+    if not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
+        missing.append("PostgreSQL server binaries (apt-get install postgresql)")
     if missing:
         raise pytest.UsageError("PORTWRIGHT_REQUIRE_ENGINE=1 but missing: " + "; ".join(missing))
