@@ -76,7 +76,6 @@ class RunContext:
         if self._sandbox is None:
             from portwright.sandboxes import open_sandbox
 
-            _reap_dead_sandboxes(self.run_id)
             try:
                 upstream: Path | None = self.project.upstream()
             except RepositoryError:
@@ -153,6 +152,8 @@ def open_run(
         store.write_manifest(command=command, commit=commit, rules_digests=rules.digests(),
                              config=project.config)
     (store.dir / INTERRUPTED).unlink(missing_ok=True)
+    if resume:  # a killed process left its container: it goes before anything runs
+        _reap_dead_sandboxes(run_id)
     context = RunContext(project=project, run_id=run_id, store=store, rules=rules,
                          commit=commit, allow_local=allow_local, record=record, replay=replay,
                          _client=client)
