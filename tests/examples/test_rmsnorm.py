@@ -183,3 +183,14 @@ def test_pin_gates_and_a_red_green_cycle_in_docker(tmp_path: Path) -> None:
 
     report = json.loads(ok(repo, "gap", "--json"))
     assert {c["sha"]: c["verdict"] for c in report["commits"]}[example.fused] == "landed"
+
+    # the test harness is frozen with the tests: an edit of the focused-case picker between
+    # red and green is caught, even when the green run still passes
+    focused_py = repo / "tools" / "focused.py"
+    focused_py.write_text(focused_py.read_text() + "\n# tuned after red\n")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qam", "tune")
+    assert gates(repo, "focused", "fused")["passed"]
+    tampered = gates(repo, "full", "fused")
+    assert not tampered["passed"]
+    assert any(m.startswith("tools/focused.py:1: test file changed between red")
+               for m in tampered["red-green"]["messages"]), tampered["red-green"]
