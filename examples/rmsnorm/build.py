@@ -12,7 +12,8 @@ residual)``: missing downstream, the ``rmsnorm-fused-residual`` row) and a READM
 ``port-fused-residual/`` holds that row's port as two more downstream commits, the way a
 port cycle makes them: the upstream tests ported to C++ (red: they compile and fail until
 the overload exists), then the implementation (green). :func:`apply_patch` applies one;
-``--port`` puts both on the branch :data:`PORT_BRANCH`.
+``--port`` puts both on the branch :data:`PORT_BRANCH`; :func:`port_files` gives their
+files as a scripted porter writes them.
 
 To change the example: build it, commit in the built repository, export its history again
 (``git format-patch --root --zero-commit --no-signature -o examples/rmsnorm/downstream
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +110,22 @@ def add_port_branch(example: Example) -> list[str]:
         return [apply_patch(repo, patch) for patch in PORT_PATCHES]
     finally:
         _git(repo, "checkout", "-q", "main", who=DOWNSTREAM)
+
+
+def port_files(example: Example) -> tuple[dict[str, str], dict[str, str]]:
+    """The port of the fused residual-add row as whole files (path → text): those its tests
+    commit changes, then those its implementation commit changes. Read from a scratch clone;
+    ``example`` is left as it is."""
+    with tempfile.TemporaryDirectory(prefix="rmsnorm-port-") as scratch:
+        clone = Path(scratch) / DOWNSTREAM
+        _git(Path(scratch), "clone", "-q", str(example.downstream), str(clone), who=DOWNSTREAM)
+        files: list[dict[str, str]] = []
+        for patch in PORT_PATCHES:
+            sha = apply_patch(clone, patch)
+            paths = _git(clone, "diff-tree", "--no-commit-id", "--name-only", "-r", sha,
+                         who=DOWNSTREAM).splitlines()
+            files.append({path: (clone / path).read_text(encoding="utf-8") for path in paths})
+    return files[0], files[1]
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from portwright.rules import load_rules
 from tests.conftest import docker_engine_running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,6 +130,21 @@ def test_surface_lists_the_residual_mode_and_the_eps_error(example: Any) -> None
     assert ("raise", "ValueError", "raise ValueError('rms_norm: eps must be positive')") in items
     tests = {i["name"] for i in report["items"] if i["kind"] == "test"}
     assert "tests/test_norm.py::test_fused_residual" in tests
+
+
+def test_the_port_keeps_tests_and_implementation_apart(example: Any) -> None:
+    head = git(example.downstream, "rev-parse", "HEAD")
+    tests, implementation = example_build.port_files(example)
+    assert sorted(tests) == ["tests/test_rmsnorm.cpp"]
+    assert sorted(implementation) == ["include/rmsnorm.hpp", "src/rmsnorm.cpp"]
+    assert "check::when_declared<Row, Row, float, Row>" in tests["tests/test_rmsnorm.cpp"]
+    assert "NormedResidual rms_norm(" in implementation["include/rmsnorm.hpp"]
+    assert git(example.downstream, "rev-parse", "HEAD") == head  # the example is untouched
+    # the harness the implementer may not touch: what red-green and no-test-weakening read
+    harness = ["tests/**", "tools/focused.py", "CMakeLists.txt"]
+    frozen = {g.name: g.spec.options.get("tests") for g in load_rules(example.downstream).gates()
+              if g.spec.options.get("tests") is not None}
+    assert frozen == {"no-test-weakening": harness, "red-green": harness}
 
 
 def test_spec_and_reconcile_gates_pass(example: Any) -> None:
