@@ -269,6 +269,21 @@ def _check_record(repo: Path, store: RunStore, record: EvidenceRecord, label: st
     return out
 
 
+def _same_tests(red: EvidenceRecord, green: EvidenceRecord) -> list[str]:
+    """Every test that failed in red passes in green, and green ran no test red did not run
+    (a suite that also holds passing tests is fine: they passed in red too)."""
+    failed_red, green_ids = set(red.tests_failed), set(green.tests_passed)
+    ran_red = failed_red | set(red.tests_passed)
+    not_green = sorted(failed_red - green_ids)
+    new = sorted(green_ids - ran_red)
+    if not red.tests_failed or not (not_green or new):
+        return []
+    return ["red and green ran different tests: " + "; ".join(p for p in (
+        f"failing in red but not passing in green: {', '.join(not_green)}" if not_green
+        else "",
+        f"passing in green but never run in red: {', '.join(new)}" if new else "") if p)]
+
+
 def _order_problems(red: EvidenceRecord, green: EvidenceRecord, red_commit: str | None,
                     green_commit: str | None) -> list[str]:
     out: list[str] = []
@@ -320,16 +335,7 @@ def check_red_green(repo: Path, store: RunStore | None, *, tests: list[str],
     if green.exit_code != 0 or green.tests_failed:
         messages.append(f"green record ({green.gate}): the focused tests did not pass on "
                         f"{green.commit[:12]} (failed: {', '.join(green.tests_failed) or '-'})")
-    red_ids, green_ids = set(red.tests_failed), set(green.tests_passed)
-    if red.tests_failed and red_ids != green_ids:
-        only_red = sorted(red_ids - green_ids)
-        only_green = sorted(green_ids - red_ids)
-        messages.append("red and green ran different tests: "
-                        + "; ".join(p for p in (
-                            f"failing in red but not passing in green: {', '.join(only_red)}"
-                            if only_red else "",
-                            f"passing in green but never seen failing: {', '.join(only_green)}"
-                            if only_green else "") if p))
+    messages += _same_tests(red, green)
     if not plumbing.is_ancestor(repo, red.commit, green.commit):
         messages.append(f"red commit {red.commit[:12]} is not an ancestor of green commit "
                         f"{green.commit[:12]}")

@@ -58,7 +58,7 @@ def _excerpts(ctx: RunContext, state: CycleState, *, tests: bool) -> list[Excerp
         path, _, line = anchor.rsplit("@", 1)[0].rpartition(":")
         if path and line.isdigit():
             hits.append((path, int(line)))
-    return cite_around(ctx.project.upstream_repo(), state.pin, hits[:24], before=2, after=12,
+    return cite_around(ctx.project.upstream_repo(), state.target, hits[:24], before=2, after=12,
                        why="upstream tests" if tests else "upstream implementation")
 
 
@@ -81,7 +81,7 @@ def port_tests(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     root = ctx.project.root
     reset_to_head(root)
     outcome = run_role(ctx, implementer.ROLE, _implementer(ctx, state, "tests_only", []),
-                       workspace(ctx, state.pin, commands=True))
+                       workspace(ctx, state.target, commands=True))
     if not outcome.ok:
         return {**counted, **blocked(f"implementer (tests): {outcome.status}: {outcome.reason}")}
     step = f"tests-{counted['attempts']['red']}"
@@ -128,7 +128,7 @@ def implement(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     focused = sorted({t for r in reds for t in r.tests_failed})
     outcome = run_role(ctx, implementer.ROLE,
                        _implementer(ctx, state, "implementation_only", focused),
-                       workspace(ctx, state.pin, commands=True))
+                       workspace(ctx, state.target, commands=True))
     if not outcome.ok:
         return {**counted, **blocked(f"implementer: {outcome.status}: {outcome.reason}")}
     step = f"implement-{counted['attempts']['implement']}"
@@ -182,7 +182,7 @@ def review(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         ctx.project.root, state.base, rules=ctx.rules, row=state.row,
         spec=read_worktree(ctx, state.spec_path), evidence=_evidence_summary(ctx, state),
         tests=test_globs(ctx), excerpts=_excerpts(ctx, state, tests=False))
-    outcome = run_role(ctx, reviewer.ROLE, context, workspace(ctx, state.pin),
+    outcome = run_role(ctx, reviewer.ROLE, context, workspace(ctx, state.target),
                        forbidden=messages_of(ctx, "implementer"))
     if not outcome.ok or outcome.result is None:
         return blocked(f"reviewer: {outcome.status}: {outcome.reason}")

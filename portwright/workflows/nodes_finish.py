@@ -60,7 +60,7 @@ def reconcile(state: CycleState, runtime: Runtime[RunContext]) -> Update:
             continue
         is_test = match_any(path, test_globs(ctx))
         add_entry(root, config, change=path,
-                  upstream=f"{tests_anchor if is_test else definition}@{state.pin[:12]}",
+                  upstream=f"{tests_anchor if is_test else definition}@{state.target[:12]}",
                   kind=LedgerKind.PORT, notes=f"run {ctx.run_id}")
     statuses = config.artifacts.statuses
     status = "partial" if state.deferred and "partial" in statuses else "ported"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from langgraph.runtime import Runtime
 
 from portwright.agents.evidence import gap_source
@@ -32,11 +34,31 @@ def prepare(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     if not symbols:
         return blocked(f"row {row.id!r} ({row.file}:{row.line}) names no upstream symbol in "
                        "its Upstream column; add the function or class it ports")
-    pin = plumbing.rev_parse(ctx.project.upstream(), read_pin(root, config))
+    upstream = ctx.project.upstream()
+    pin = plumbing.rev_parse(upstream, read_pin(root, config))
+    target = plumbing.rev_parse(upstream, config.upstream.branch)
+    symbol = next((s for s in symbols if _defined(upstream, s, target, ctx)), None)
+    if symbol is None:
+        return blocked(f"none of the row's upstream names ({', '.join(symbols)}) is defined "
+                       f"upstream at {target[:12]} ({config.upstream.branch}); put the "
+                       "function or class it ports first in the row's Upstream column")
     spec = spec_path(root, row) or f"{config.artifacts.specs.rstrip('/')}/{row.id}.md"
-    emit("prepared", row=row.id, symbols=symbols, pin=pin)
+    emit("prepared", row=row.id, symbols=symbols, pin=pin, target=target)
     return {"run_id": ctx.run_id, "base": ctx.commit, "branch": branch_name(ctx.run_id),
-            "pin": pin, "symbols": symbols, "symbol": symbols[0], "spec_path": spec}
+            "pin": pin, "target": target, "symbols": symbols, "symbol": symbol,
+            "spec_path": spec}
+
+
+def _defined(upstream: Path, symbol: str, rev: str, ctx: RunContext) -> bool:
+    from portwright.errors import PortwrightError
+    from portwright.evidence.surface import enumerate_surface
+
+    try:
+        enumerate_surface(upstream, symbol, rev,
+                          path_kinds=ctx.project.config.upstream.path_kinds)
+    except PortwrightError:
+        return False
+    return True
 
 
 @node(Node.VERIFY_GAP)
@@ -78,7 +100,8 @@ def record_landed(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     if downstream is not None and upstream is not None:
         entries, _ = load_ledger(root, config, strict=False)
         if not any(e.change == downstream for e in entries):
-            add_entry(root, config, change=downstream, upstream=f"{upstream}@{state.pin[:12]}",
+            add_entry(root, config, change=downstream,
+                      upstream=f"{upstream}@{state.target[:12]}",
                       kind=LedgerKind.PORT, notes=f"already landed (run {ctx.run_id})")
     update_row(root, config, state.row, status=_done_status(ctx))
     sha = commit_step(root, ctx.run_id, "record-landed",

@@ -47,7 +47,7 @@ from portwright.workflows.steps import (
 
 
 def _surface(ctx: RunContext, state: CycleState) -> SurfaceReport:
-    return enumerate_surface(ctx.project.upstream(), state.symbol, state.pin,
+    return enumerate_surface(ctx.project.upstream(), state.symbol, state.target,
                              path_kinds=ctx.project.config.upstream.path_kinds)
 
 
@@ -64,7 +64,7 @@ def enumerate_surface_node(state: CycleState, runtime: Runtime[RunContext]) -> U
     context = enumerator.context_from_surface(
         report, ctx.project.upstream_repo(), rules_prose=ctx.rules.prose_for(None),
         row=state.row, questions=ctx.rules.spec.questions, feedback=state.feedback)
-    outcome = run_role(ctx, enumerator.ROLE, context, workspace(ctx, state.pin))
+    outcome = run_role(ctx, enumerator.ROLE, context, workspace(ctx, state.target))
     if not outcome.ok or outcome.result is None:
         return {**counted, **blocked(f"enumerator: {outcome.status}: {outcome.reason}")}
     save(ctx, "classification.json", outcome.result)
@@ -89,7 +89,7 @@ def write_spec(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         rows.append((item.name, str(item.kind), str(chosen.classification), chosen.reason,
                      f"`{item.anchor.rsplit('@', 1)[0]}`"))
     definition = report.definition.rsplit("@", 1)[0]
-    text = render_spec(row=state.row, pin=state.pin, slice=classes.slice,
+    text = render_spec(row=state.row, pin=state.target, slice=classes.slice,
                        title=f"{state.row}: {report.symbol}", surface=rows,
                        answers=classes.answers, anchors=[definition],
                        adaptations=[f"ported from `{definition}` at the pin"])
@@ -98,7 +98,7 @@ def write_spec(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     update_row(root, ctx.project.config, state.row, spec=state.spec_path)
     attempt = state.attempts.get("spec", 1)
     sha = commit_step(root, ctx.run_id, f"spec-{attempt}",
-                      f"spec: {state.row} ({report.symbol} at {state.pin[:12]})",
+                      f"spec: {state.row} ({report.symbol} at {state.target[:12]})",
                       allow_empty=True)
     return {"commits": {**state.commits, f"spec-{attempt}": sha or ""}}
 

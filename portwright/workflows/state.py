@@ -89,7 +89,11 @@ class CycleState(BaseModel):
     """Downstream commit the run started from."""
     branch: str = ""
     pin: str = ""
-    """Upstream revision the port is measured against."""
+    """Upstream revision the port claims parity with (its recorded pin)."""
+    target: str = ""
+    """Upstream revision whose behaviour the run ports (``[upstream] branch``): a row is
+    missing because upstream has it past the pin; its surface, spec anchors and ledger
+    references are read there."""
     symbols: list[str] = Field(default_factory=list)
     """The row's upstream names."""
     symbol: str = ""

@@ -9,12 +9,22 @@ from pathlib import Path
 import pytest
 
 from portwright.gates.checks import check_red_green
+from portwright.gates.command import run_command
 from portwright.project import Project
 from portwright.runs import RunStore
 from portwright.runs.models import EvidenceKind
 from portwright.runs.store import UntrustedEvidence
 from portwright.sandboxes.local import LocalSandbox
-from tests.gates.test_runner import IDS, KV, KV_TEST, TESTS, _focused, _red_then_green
+from tests.gates.test_runner import (
+    IDS,
+    IGNORE,
+    KV,
+    KV_TEST,
+    PYTEST,
+    TESTS,
+    _focused,
+    _red_then_green,
+)
 from tests.parity.world import World
 
 
@@ -101,3 +111,41 @@ def test_store_never_writes_through_a_link(tmp_path: Path, world: World,
     problems = store.untrusted()
     assert [p.file for p in problems] == [str(store.evidence_dir / "0001-focused.json")]
     assert "not a regular file" in problems[0].message
+
+
+SUITE = f"{PYTEST} tests/test_kv.py tests/test_other.py --junitxml=build/junit.xml"
+OTHER = "def test_other():\n    assert 1 + 1 == 2\n"
+
+
+def _suite(world: World, sandbox: LocalSandbox, store: RunStore, kind: EvidenceKind) -> None:
+    run_command(sandbox, SUITE, repo=world.repo, name="suite", kind=kind,
+                junit="build/junit.xml", store=store)
+
+
+def test_a_whole_suite_as_focused_gate_counts_only_what_failed(
+        world: World, sandbox: LocalSandbox, store: RunStore) -> None:
+    """Tests that passed in red pass in green too: not a mismatch. A test green ran that red
+    never ran is."""
+    world.downstream.commit("port kv tests", {"tests/test_kv.py": KV_TEST,
+                                              "tests/test_other.py": OTHER,
+                                              ".gitignore": IGNORE})
+    _suite(world, sandbox, store, EvidenceKind.RED)
+    world.downstream.commit("implement kv", {"kv.py": KV})
+    _suite(world, sandbox, store, EvidenceKind.GREEN)
+    red = store.records(EvidenceKind.RED)[-1]
+    assert red.tests_passed  # the rest of the suite passed in red already
+    verdict = check_red_green(world.repo, store, tests=TESTS)
+    assert verdict.passed, verdict.messages
+
+
+def test_a_test_only_green_ran_is_refused(world: World, sandbox: LocalSandbox,
+                                          store: RunStore) -> None:
+    world.downstream.commit("port kv tests", {"tests/test_kv.py": KV_TEST,
+                                              "tests/test_other.py": OTHER,
+                                              ".gitignore": IGNORE})
+    _focused(world, sandbox, store, EvidenceKind.RED)
+    world.downstream.commit("implement kv", {"kv.py": KV})
+    _suite(world, sandbox, store, EvidenceKind.GREEN)
+    verdict = check_red_green(world.repo, store, tests=TESTS)
+    assert not verdict.passed
+    assert any("passing in green but never run in red" in m for m in verdict.messages)
