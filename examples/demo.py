@@ -1,12 +1,18 @@
 """The bundled example, end to end: `make demo`.
 
-Builds ``tinystats`` (a JavaScript library) and ``pystats`` (its Python port) as
-real git repositories, then runs portwright on them the way a nightly job would:
-doctor, rules, matrix rows, the upstream gap since the pin, the surface of the
-missing function, anchors, the gates in a Docker sandbox, and the gap-verifier
-agent. No model endpoint is needed: the agent's answers come from a recorded
-transcripts (``tinystats/demo-*.cassette.jsonl``), fixtures that the replay model
-plays back; every check around it is run for real.
+Builds ``rmsnorm`` (a pure-Python reference RMSNorm) and ``rmsnorm-cpp`` (its C++17
+port) as real git repositories, then runs what a nightly job would: doctor, the matrix
+rows, the upstream gap since the pin, and the whole port cycle on the row the matrix
+calls missing — the fused residual-add mode: the gap verified, the upstream surface
+enumerated and classified, the spec written and checked, the upstream tests ported to
+C++ and seen failing, the implementation seen passing, every gate of ``AGENTS.md`` (CMake
+build, C++ tests, parity with the Python reference on shared vectors) run in a Docker
+sandbox, a fresh review, the ledger and matrix reconciled, and the branch with its pull
+request body. It ends by printing that report.
+
+No model endpoint is needed: the agents' answers come from a recorded transcript
+(``rmsnorm/demo.cassette.jsonl``), a fixture the replay model plays back; every tool call
+in it executes for real, and every red, green, gate and anchor is observed by portwright.
 
     python examples/demo.py [--keep DEST]
 """
@@ -25,28 +31,22 @@ from pathlib import Path
 from rich.console import Console
 from rich.rule import Rule
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "tinystats"))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "rmsnorm"))
 from build import build
 
 console = Console(highlight=False)
+CASSETTE = HERE / "rmsnorm" / "demo.cassette.jsonl"
+ROW = "rmsnorm-fused-residual"
 
 # (title, arguments, exit codes that mean the step did what it should)
 STEPS: list[tuple[str, list[str], set[int]]] = [
     ("Is this machine and repo ready?", ["doctor"], {0}),
-    ("The rules and gates the port is held to", ["rules", "check"], {0}),
-    ("Coverage matrix rows", ["rows"], {0}),
+    ("Coverage matrix rows: the fused residual-add mode is missing", ["rows"], {0}),
     ("Upstream commits since the pin: which are really missing?", ["gap"], {0}),
-    ("The whole upstream surface of the missing function",
-     ["surface", "movingAverage", "--at", "main"], {0}),
-    ("Every anchor resolves at the pin", ["anchors", "check"], {0}),
-    ("Every change has its ledger entry, resolved upstream", ["ledger", "check"], {0}),
-    ("Gates of the pin phase, run in the sandbox", ["gates", "run", "--phase", "pin"], {0}),
-    ("Gap-verifier agent on a row the matrix calls missing (replayed transcript)",
-     ["agent", "verify-gap", "--symbol", "movingAverage", "--replay",
-      ".portwright/demo/demo-moving-average.cassette.jsonl"], {0}),
-    ("Gap-verifier agent on a row that has in fact landed (replayed transcript)",
-     ["agent", "verify-gap", "--symbol", "percentile", "--replay",
-      ".portwright/demo/demo-percentile.cassette.jsonl"], {0}),
+    ("The port cycle on the missing row (agents replayed from a recorded transcript)",
+     ["run", ROW, "--replay", str(CASSETTE), "--approve", "auto", "--run-id", "demo"], {0}),
+    ("The run's report: the pull request body", ["report", "demo"], {0}),
 ]
 
 
@@ -58,15 +58,18 @@ def main() -> int:
         dest = args.keep.resolve() if args.keep else Path(scratch)
         dest.mkdir(parents=True, exist_ok=True)
         example = build(dest)
-        console.print(Rule("[bold]portwright demo: tinystats (JavaScript) → pystats (Python)"))
+        console.print(Rule("[bold]portwright demo: rmsnorm (Python) → rmsnorm-cpp (C++17)"))
         console.print(f"upstream   {example.upstream}\ndownstream {example.downstream}\n"
                       f"pin        {example.pin}")
         failures = 0
-        env = {**os.environ, "COLUMNS": os.environ.get("COLUMNS", "120")}
+        # run state of the demo stays beside the example, not in the user's state folder
+        env = {**os.environ, "COLUMNS": os.environ.get("COLUMNS", "120"),
+               "PORTWRIGHT_STATE_DIR": str(dest / "state")}
         for number, (title, argv, expected) in enumerate(STEPS, start=1):
             command = ["portwright", "-C", str(example.downstream), *argv]
             console.print(Rule(f"{number}. {title}", align="left"))
-            console.print(f"[dim]$ {shlex.join(['portwright', *argv])}[/]")
+            shown = [a.replace(str(HERE.parent) + "/", "") for a in argv]
+            console.print(f"[dim]$ {shlex.join(['portwright', *shown])}[/]")
             start = time.monotonic()
             done = subprocess.run([sys.executable, "-m", "portwright", *command[1:]], env=env)
             seconds = time.monotonic() - start

@@ -123,6 +123,8 @@ def run(
     = None,
     replay: Annotated[Path | None, typer.Option(
         help="Play the agents from this cassette instead of a model endpoint.")] = None,
+    record: Annotated[Path | None, typer.Option(
+        help="Record every model call of the run into this cassette.")] = None,
     allow_local: AllowLocal = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -138,7 +140,8 @@ def run(
                          fix="use auto, docker, bwrap or local")
     proj = _overrides(project(committed=True), model, sandbox, approve)
     result = driver.start(proj, row, _printer(as_json), run_id=run_id,
-                          allow_local=allow_local or sandbox == "local", replay=replay)
+                          allow_local=allow_local or sandbox == "local", replay=replay,
+                          record=record)
     _finish(result, as_json)
 
 

@@ -36,7 +36,8 @@ def spend(run_dir: Path) -> dict[str, dict[str, float]]:
             event = json.loads(line) if line.strip() else {}
             if event.get("event") == "usage":
                 totals["calls"] += 1
-                totals["tokens"] += int(event.get("total_tokens", 0) or 0)
+                totals["tokens"] += int(event.get("prompt_tokens", 0) or 0) + int(
+                    event.get("completion_tokens", 0) or 0)
                 totals["cost_usd"] += float(event.get("cost_usd", 0) or 0)
     return out
 

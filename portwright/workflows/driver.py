@@ -136,12 +136,14 @@ def view(project: Project, run_id: str, saver: BaseCheckpointSaver[Any]) -> RunV
 
 def _drive(project: Project, run_id: str, base: str, command: str, graph_input: Any,
            on_event: OnEvent, *, resume: bool, allow_local: bool = False,
-           replay: Path | None = None, client: LLMClient | None = None) -> RunView:
+           replay: Path | None = None, record: Path | None = None,
+           client: LLMClient | None = None) -> RunView:
     worktree = run_worktree(project.root, project.worktree_dir(run_id), run_id, base)
     run_project = Project.load(worktree, at=base)
     with _lock(project.run_dir(run_id)), \
             open_run(run_project, command, run_id=run_id, allow_local=allow_local,
-                     replay=replay, resume=resume, client=client) as ctx, \
+                     replay=replay, record=record, resume=resume,
+                     client=client) as ctx, \
             open_checkpointer(project) as saver:
         graph = build_cycle().compile(checkpointer=saver)
         modes: list[StreamMode] = ["custom", "updates"]
@@ -158,7 +160,7 @@ def _drive(project: Project, run_id: str, base: str, command: str, graph_input: 
 
 
 def start(project: Project, row: str, on_event: OnEvent, *, run_id: str | None = None,
-          allow_local: bool = False, replay: Path | None = None,
+          allow_local: bool = False, replay: Path | None = None, record: Path | None = None,
           client: LLMClient | None = None) -> RunView:
     """Start a run of the cycle on ``row`` from the repository's HEAD, in its own worktree
     and branch; returns where it stands when it ends or waits."""
@@ -169,7 +171,8 @@ def start(project: Project, row: str, on_event: OnEvent, *, run_id: str | None =
     base = plumbing.rev_parse(project.root, "HEAD")
     on_event({"event": "run_started", "run_id": run_id, "row": row, "base": base})
     return _drive(project, run_id, base, f"run {row}", CycleState(row=row), on_event,
-                  resume=False, allow_local=allow_local, replay=replay, client=client)
+                  resume=False, allow_local=allow_local, replay=replay, record=record,
+                  client=client)
 
 
 def _base_of(project: Project, run_id: str) -> str:
@@ -181,7 +184,7 @@ def _base_of(project: Project, run_id: str) -> str:
 
 
 def resume(project: Project, run_id: str, on_event: OnEvent, *,
-           allow_local: bool = False, replay: Path | None = None,
+           allow_local: bool = False, replay: Path | None = None, record: Path | None = None,
           client: LLMClient | None = None) -> RunView:
     """Continue a run from its last checkpoint (after a crash, a kill, a reboot)."""
     base = _base_of(project, run_id)
@@ -194,11 +197,12 @@ def resume(project: Project, run_id: str, on_event: OnEvent, *,
         on_event({"event": "finished", "run_id": run_id, "status": str(current.status)})
         return current
     return _drive(project, run_id, base, f"resume {run_id}", None, on_event, resume=True,
-                  allow_local=allow_local, replay=replay, client=client)
+                  allow_local=allow_local, replay=replay, record=record,
+                  client=client)
 
 
 def answer(project: Project, run_id: str, decision: dict[str, Any], on_event: OnEvent, *,
-           allow_local: bool = False, replay: Path | None = None,
+           allow_local: bool = False, replay: Path | None = None, record: Path | None = None,
           client: LLMClient | None = None) -> RunView:
     """Resume a run parked at an approval with ``decision`` (``{"type": "approve"}``, …)."""
     base = _base_of(project, run_id)
@@ -210,7 +214,8 @@ def answer(project: Project, run_id: str, decision: dict[str, Any], on_event: On
                          fix=f"see `portwright status {run_id}`")
     return _drive(project, run_id, base, f"answer {run_id}",
                   Command(resume={"decisions": [decision]}), on_event, resume=True,
-                  allow_local=allow_local, replay=replay, client=client)
+                  allow_local=allow_local, replay=replay, record=record,
+                  client=client)
 
 
 def run_ids(project: Project) -> list[str]:

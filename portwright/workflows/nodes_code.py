@@ -161,11 +161,16 @@ def full_gate(state: CycleState, runtime: Runtime[RunContext]) -> Update:
 
 
 def _evidence_summary(ctx: RunContext, state: CycleState) -> str:
+    """The framework's observations for the reviewer: commits named by the run's step
+    that made them (the tests-only commit, the implementation), not by sha."""
+    names = {sha: step for step, sha in state.commits.items() if sha}
     lines = []
     for record in ctx.store.records():
         if record.kind in (EvidenceKind.RED, EvidenceKind.GREEN) or not record.passed:
+            commit = names.get(record.commit, "the run's base" if record.commit ==
+                               state.base else record.commit[:12])
             lines.append(f"#{record.seq} {record.phase or '-'} {record.gate}: exit "
-                         f"{record.exit_code} on {record.commit[:12]}; failed "
+                         f"{record.exit_code} on {commit}; failed "
                          f"{', '.join(record.tests_failed) or '-'}; passed "
                          f"{', '.join(record.tests_passed) or '-'}")
     lines += [f"gate {g.phase}/{g.name}: {'passed' if g.passed else 'FAILED'}"
