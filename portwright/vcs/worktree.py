@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from portwright.errors import RepositoryError
+from portwright.globs import match_any
 from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
@@ -75,9 +76,10 @@ def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
     found = find_step(worktree, run_id, step)
     if found is not None:
         return found
-    specs = [f":(glob){g}" for g in include] if include else ["."]
-    specs += [f":(exclude,glob){g}" for g in exclude or []]
-    plumbing.git(worktree, "add", "--all", "--", *specs)
+    paths = [p for p in changed_paths(worktree)
+             if (not include or match_any(p, include)) and not match_any(p, exclude or [])]
+    if paths:
+        plumbing.git(worktree, "add", "--all", "--", *(f":(literal){p}" for p in paths))
     staged = plumbing.run(worktree, "diff", "--cached", "--quiet").returncode != 0
     if not staged and not allow_empty:
         return None
@@ -90,6 +92,14 @@ def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
                               f"{done.stderr.decode('utf-8', 'replace').strip()}",
                               file=worktree, fix="check the run's worktree (git status)")
     return plumbing.rev_parse(worktree, "HEAD")
+
+
+def changed_paths(worktree: Path) -> list[str]:
+    """Paths the worktree changed against HEAD: modified, deleted and untracked (ignored
+    ones excepted), each file on its own (never a folder)."""
+    out = plumbing.git(worktree, "status", "--porcelain", "-z", "--untracked-files=all",
+                       "--no-renames").decode("utf-8", "surrogateescape")
+    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
 
 
 def head(worktree: Path) -> str:
