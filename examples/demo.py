@@ -33,7 +33,7 @@ from rich.rule import Rule
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "rmsnorm"))
-from build import build
+from build import build  # noqa: E402
 
 console = Console(highlight=False)
 CASSETTE = HERE / "rmsnorm" / "demo.cassette.jsonl"
