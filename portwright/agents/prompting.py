@@ -10,6 +10,7 @@ never whole files, and cut to the role's token ceiling.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import logging
 from collections.abc import Sequence
@@ -112,7 +113,10 @@ def template_names() -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".j2"))
 
 
+@functools.cache
 def _environment() -> jinja2.Environment:
+    """One environment per process: it caches the compiled templates (shipped package
+    data, which does not change while the process runs)."""
     return jinja2.Environment(
         loader=jinja2.FunctionLoader(_source),
         undefined=jinja2.StrictUndefined,

@@ -168,8 +168,7 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
     """``(HEAD sha, tree sha, dirty)`` of the worktree as it is now: the tree holds tracked,
     modified and untracked files (ignored ones excepted), written through a private index so
     the worktree's own index is untouched; ``dirty`` when it differs from HEAD's tree."""
-    head = git(repo, "rev-parse", "HEAD").decode().strip()
-    head_tree = git(repo, "rev-parse", "HEAD^{tree}").decode().strip()
+    head, head_tree = git(repo, "rev-parse", "HEAD", "HEAD^{tree}").decode().split()
     with tempfile.TemporaryDirectory(prefix="portwright-index-") as folder:
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(folder) / "index")}
         for args in (("read-tree", "HEAD"), ("add", "-A", "--", "."), ("write-tree",)):

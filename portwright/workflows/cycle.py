@@ -28,6 +28,7 @@ node cannot recover from, routes to ``blocked`` and ends the run with the reason
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from langgraph.graph import END, START, StateGraph
@@ -103,8 +104,10 @@ def _end_blocked(state: CycleState, *, runtime: Runtime[RunContext]) -> Update:
     return {"status": RunStatus.BLOCKED}
 
 
+@functools.cache
 def build_cycle() -> StateGraph[CycleState, RunContext, CycleState, CycleState]:
-    """The uncompiled graph (Temporal's plugin and ``langgraph.json`` take it as is)."""
+    """The uncompiled graph (Temporal's plugin and ``langgraph.json`` take it as is); built
+    once per process."""
     graph: StateGraph[CycleState, RunContext, CycleState, CycleState] = StateGraph(
         CycleState, context_schema=RunContext)
     retry = RetryPolicy(max_attempts=2, retry_on=OSError)

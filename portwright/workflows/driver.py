@@ -115,9 +115,11 @@ def _thread(run_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": run_id}, "recursion_limit": 400}
 
 
-def view(project: Project, run_id: str, saver: BaseCheckpointSaver[Any]) -> RunView:
-    """A run's state from its last checkpoint."""
-    graph = build_cycle().compile(checkpointer=saver)
+def view(project: Project, run_id: str, saver: BaseCheckpointSaver[Any], *,
+         graph: Any = None) -> RunView:
+    """A run's state from its last checkpoint (``graph``: the compiled cycle, when the
+    caller has one)."""
+    graph = graph if graph is not None else build_cycle().compile(checkpointer=saver)
     snapshot = graph.get_state(_thread(run_id))
     if not snapshot.values:
         raise UsageError(f"no run {run_id!r} in this project", key="RUN",
@@ -156,7 +158,7 @@ def _drive(project: Project, run_id: str, base: str, command: str, graph_input: 
             elif isinstance(chunk, dict):
                 for name in chunk:
                     on_event({"event": "step_done", "node": name})
-        return view(project, run_id, saver)
+        return view(project, run_id, saver, graph=graph)
 
 
 def start(project: Project, row: str, on_event: OnEvent, *, run_id: str | None = None,
