@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from portwright.cli.common import STATE, console, emit_json, err_console, project
 from portwright.config import CONFIG_FILE, SandboxBackend, SandboxConfig
@@ -57,21 +58,30 @@ def prune_cmd(
         "--all", help="Also remove containers of runs whose process still lives.")] = False,
     images: Annotated[bool, typer.Option(
         "--images", help="Also remove older images built from Dockerfiles.")] = False,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0.1, help="Seconds the engine gets per container before it is "
+        "skipped.")] = 10.0,
 ) -> None:
-    """Remove sandbox containers whose run process is gone (crashed or killed runs)."""
-    from portwright.sandboxes.images import prune, prune_images
+    """Remove sandbox containers whose run process is gone (crashed or killed runs), and
+    give back the worktrees they held."""
+    from portwright.sandboxes.images import prune_images
+    from portwright.sandboxes.prune import prune
 
-    removed = prune(all_runs=all_runs)
+    report = prune(all_runs=all_runs, timeout=timeout)
     removed_images = prune_images() if images else []
     if as_json:
-        emit_json({"removed": removed, "removed_images": removed_images})
+        emit_json({**report.model_dump(mode="json"), "removed_images": removed_images})
         return
-    if not removed and not removed_images:
+    if not (report.removed or report.skipped or report.restored or removed_images):
         console.print("nothing to prune")
-    for run_id in removed:
-        console.print(f"removed the sandbox of run [bold]{run_id}[/]")
+    for run_id in report.removed:
+        console.print(f"removed the sandbox of run [bold]{escape(run_id)}[/]")
+    for worktree in report.restored:
+        console.print(f"gave {escape(worktree)} back to its owner")
+    for skipped in report.skipped:
+        err_console.print(f"[yellow]skipped[/] the sandbox of {escape(skipped)}")
     for tag in removed_images:
-        console.print(f"removed image {tag}")
+        console.print(f"removed image {escape(tag)}")
 
 
 @sandbox_app.command("info")
@@ -119,10 +129,15 @@ def exec_cmd(
         "--backend", "-b", help="auto, docker, bwrap or local (default: the config's).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    allow_local: Annotated[bool, typer.Option(
+        "--allow-local", help="Run the command as a plain host process when the config asks "
+        "for it or no sandbox backend is usable (not isolation).")] = False,
 ) -> None:
     """Run one command in a fresh sandbox on this repository and show what happened.
 
     Example: ``portwright sandbox exec -- make test``. Exits with the command's code.
+    ``--backend local`` on the command line counts as ``--allow-local``; ``backend =
+    "local"`` in portwright.toml does not.
     """
     from portwright.sandboxes.selection import open_sandbox
 
@@ -132,7 +147,7 @@ def exec_cmd(
     run_id = f"exec-{os.getpid()}-{int(time.time())}"
     log_dir = state_dir / "sandbox" / run_id
     sandbox = open_sandbox(config, worktree=STATE.repo, run_id=run_id, log_dir=log_dir,
-                           allow_local=backend == SandboxBackend.LOCAL)
+                           allow_local=allow_local or backend == SandboxBackend.LOCAL)
     with sandbox as sb:
         result = sb.exec(command, timeout=timeout)
     if as_json:

@@ -3,7 +3,8 @@
 Backends: :class:`DockerSandbox` (a real engine, one container per run),
 :class:`BwrapSandbox` (bubblewrap namespaces, no engine), :class:`LocalSandbox`
 (a plain subprocess; not isolation). :func:`open_sandbox` picks one from config.
-Images: :func:`ensure_image`, :func:`build_base_image`; leftovers: :func:`prune`.
+Images: :func:`ensure_image`, :func:`build_base_image`; leftovers: :func:`prune`
+(:mod:`portwright.sandboxes.prune`).
 The Docker-backed names are imported on first use (the docker SDK is not loaded
 until then).
 """
@@ -20,14 +21,15 @@ from portwright.sandboxes.selection import Selection, open_sandbox, select_backe
 if TYPE_CHECKING:
     from portwright.sandboxes.bwrap import BwrapSandbox
     from portwright.sandboxes.docker import DockerSandbox
-    from portwright.sandboxes.images import build_base_image, ensure_image, prune
+    from portwright.sandboxes.images import build_base_image, ensure_image
+    from portwright.sandboxes.prune import prune
 
 _LAZY = {
     "BwrapSandbox": "portwright.sandboxes.bwrap",
     "DockerSandbox": "portwright.sandboxes.docker",
     "build_base_image": "portwright.sandboxes.images",
     "ensure_image": "portwright.sandboxes.images",
-    "prune": "portwright.sandboxes.images",
+    "prune": "portwright.sandboxes.prune",
 }
 
 __all__ = [

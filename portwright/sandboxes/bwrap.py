@@ -1,46 +1,89 @@
 """BwrapSandbox: bubblewrap namespaces, for machines without a Docker engine.
 
-Each command is its own ``bwrap`` invocation: the host root read-only, a fresh
-``/dev``, ``/proc`` and size-capped ``/tmp``, the worktree read-write and git
-metadata / upstream read-only (see :mod:`portwright.sandboxes.mounts`), the folder of
-the evidence key covered by an empty tmpfs (the key signs evidence records; opening the
-sandbox creates that folder, so no command runs while it could appear unmasked), every
-namespace unshared (no network: only a loopback of its own), no capabilities, no
-nested user namespaces, a cleared environment. Its own pid namespace is what makes
-kills complete: when the command exits, or bwrap is killed on timeout, the kernel
-kills every process left in the namespace, ``setsid`` escapees and daemons included.
+Each command is its own ``bwrap`` invocation over a minimal read-only view of the host
+(:func:`system_view`: ``/usr``, the ``/bin`` and ``/lib*`` links, a selected ``/etc`` —
+no ``shadow``, ``sudoers`` or ``ssh`` — and nothing of ``/home``, ``/root``, ``/var`` or
+``/run``: no engine socket), a fresh ``/dev``, ``/proc`` (bubblewrap covers ``/proc/sys``
+read-only) and size-capped ``/tmp``, the root itself read-only; the worktree read-write
+and every ``.git`` in it, git metadata and the upstream read-only (see
+:mod:`portwright.sandboxes.mounts`), all ``nosuid,nodev``. The evidence key's folder is
+not in the view; opening the sandbox creates it, and where a mounted folder holds it an
+empty tmpfs covers it. Every namespace is unshared (no network: only a loopback of its
+own), no capabilities, no nested user namespaces, a cleared environment. Its own pid
+namespace is what makes kills complete: when the command exits, or bwrap is killed on
+timeout, the kernel kills every process left in the namespace, ``setsid`` escapees and
+daemons included — and :meth:`BwrapSandbox.exec` returns only once they are gone.
+
+Commands never run as root. bubblewrap runs as the user of this process; when that is
+root it first drops to the worktree's owner, or, when root owns the worktree, to
+:data:`~portwright.sandboxes.ownership.UNPRIVILEGED_UID` (the worktree handed to that uid
+while the sandbox is open, see :mod:`portwright.sandboxes.ownership`). Where bubblewrap
+cannot create its namespaces as that user (no unprivileged user namespaces, a folder on
+the way it may not enter), opening the sandbox fails and says why.
 
 Limits are rlimits set before bwrap starts: data (``memory``: heap and private writable
 mappings; address space reserved but unused, as V8 and the JVM make, does not count),
-file size, no core dumps, and processes (``pids`` on top of what the user already runs; the
-kernel does not apply it to root). When the host process runs as root and the
-worktree belongs to another user, commands run as that user.
+file size, no core dumps, and processes (``pids`` on top of what the user already runs).
 
 What it does not give: a memory limit that the kernel enforces by killing (an
-allocation simply fails; ``oom_killed`` stays False), a cpu limit, or a pids limit
-for root.
+allocation simply fails; ``oom_killed`` stays False), or a cpu limit.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
 import logging
 import os
 import re
 import resource
 import shutil
-from collections.abc import Mapping, Sequence
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from portwright.config import SandboxConfig
 from portwright.errors import EngineUnavailable, SandboxError
 from portwright.sandboxes.base import ExecResult
-from portwright.sandboxes.common import SANDBOX_HOME, SandboxBase
-from portwright.sandboxes.mounts import masked_dirs, sandbox_mounts
+from portwright.sandboxes.common import GIT_ANY_OWNER, SANDBOX_HOME, SandboxBase
+from portwright.sandboxes.mounts import Mount, masked_dirs, read_only_git, sandbox_mounts
 from portwright.sandboxes.output import OutputSink, kill_process_group, run_process
+from portwright.sandboxes.ownership import (
+    Identity,
+    command_identity,
+    give_back,
+    hand_over,
+    host_identity,
+    strip_setid,
+)
 
 logger = logging.getLogger(__name__)
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_SHOWN = (
+    "alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf",
+    "debian_version", "environment", "fonts", "gai.conf", "group", "host.conf", "hostname",
+    "hosts", "inputrc", "java-*", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+    "locale.alias", "locale.conf", "localtime", "magic", "magic.mime", "mime.types",
+    "nsswitch.conf", "os-release", "passwd", "perl", "profile", "protocols", "python3",
+    "python3.*", "resolv.conf", "rpc", "services", "shells", "ssl/certs", "ssl/openssl.cnf",
+    "terminfo", "timezone",
+)
+"""What of ``/etc`` a command sees: what toolchains read, no secrets (no ``shadow``,
+``gshadow``, ``sudoers``, ``ssh``, ``ssl/private``, ``docker``, ``pip.conf``, ``npmrc``)."""
+_KERNEL = ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+"""A fresh ``/dev`` and ``/proc``; ``/proc/sys`` (the kernel's settings) read-only over it
+(bubblewrap covers it only where it is writable to begin with)."""
+_ISOLATION = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+              "--new-session", "--cap-drop", "ALL", "--clearenv"]
+_GONE_WAIT = 2.0
+"""Seconds to wait, after bwrap exits, for the kernel to end its pid namespace."""
+_USERNS_FIX = ("let unprivileged users create user namespaces (`sysctl -w "
+               "user.max_user_namespaces=15000`, and `kernel.unprivileged_userns_clone=1` on "
+               "kernels that have it), or use the Docker backend")
 
 
 def parse_size(text: str) -> int:
@@ -50,6 +93,45 @@ def parse_size(text: str) -> int:
         raise SandboxError(f"not a size: {text!r}",
                            fix="use a number with an optional unit: 512m, 2g")
     return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+@functools.cache
+def system_view() -> tuple[str, ...]:
+    """bwrap arguments that show the host's system folders read-only, and nothing else:
+    ``/usr``, ``/bin``, ``/sbin`` and ``/lib*`` (as the links they are on merged-usr
+    systems) and the :data:`ETC_SHOWN` entries of ``/etc``."""
+    args: list[str] = []
+    for top in _SYSTEM:
+        path = Path(top)
+        if path.is_symlink():
+            args += ["--symlink", str(path.readlink()), top]
+        elif path.is_dir():
+            args += ["--ro-bind", top, top]
+    etc = Path("/etc")
+    shown = sorted({p for pattern in ETC_SHOWN for p in etc.glob(pattern) if p.exists()})
+    for path in shown:
+        args += ["--ro-bind", str(path), str(path)]
+    return tuple(args)
+
+
+def probe_command(bwrap: str) -> list[str]:
+    """The command :func:`~portwright.sandboxes.selection.bwrap_status` runs: the same view
+    and isolation as every command, running ``true``."""
+    return [bwrap, *system_view(), *_KERNEL, "--tmpfs", "/tmp", "--remount-ro", "/",
+            *_ISOLATION, "--", "true"]
+
+
+def drop_to(uid: int, gid: int) -> Callable[[], None]:
+    """A ``preexec_fn`` that makes the child ``uid:gid`` (no supplementary groups) when this
+    process runs as someone else; bwrap then creates its namespaces as that user."""
+
+    def drop() -> None:
+        if (uid, gid) != (os.getuid(), os.getgid()):
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+
+    return drop
 
 
 def _user_process_count(uid: int) -> int:
@@ -62,6 +144,15 @@ def _user_process_count(uid: int) -> int:
             except OSError:
                 continue
     return count
+
+
+def _alive(pid: int) -> bool:
+    """Whether host process ``pid`` runs (a zombie does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :][:1] not in ("Z", "X")
 
 
 class BwrapSandbox(SandboxBase):
@@ -82,53 +173,101 @@ class BwrapSandbox(SandboxBase):
         self.upstream = upstream.resolve() if upstream is not None else None
         self._bwrap: str | None = None
         self._nproc_base = 0
+        self._mounts: list[Mount] = []
+        self._read_only: frozenset[str] = frozenset()
+        self.identity: Identity | None = None
         self.uid = os.getuid()
+        """Who commands run as (set when the sandbox opens)."""
         self.gid = os.getgid()
 
     def _preflight(self) -> None:
-        self._bwrap = shutil.which("bwrap")
-        if self._bwrap is None:
+        if shutil.which("bwrap") is None:
             raise EngineUnavailable("bubblewrap is not installed",
                                     fix="apt-get install bubblewrap (or start a Docker engine)")
 
     def _open(self) -> None:
         from portwright.runs.keys import evidence_key_dir
 
+        self._mounts = sandbox_mounts(self.worktree, self.upstream)
+        self._read_only = read_only_git(self._mounts)
         evidence_key_dir()  # exists from now on, so every command masks it (see command)
-        stat = self.worktree.stat()
-        if os.geteuid() == 0 and stat.st_uid != 0:
-            self.uid, self.gid = stat.st_uid, stat.st_gid
+        identity = command_identity(self.worktree) if os.geteuid() == 0 else host_identity()
+        self.uid, self.gid = identity.uid, identity.gid
+        self._bwrap = shutil.which("bwrap")
+        self.identity = identity
+        if identity.mapped:
+            hand_over(self.worktree, identity, self._read_only)
+        if (self.uid, self.gid) != (os.getuid(), os.getgid()):
+            self._check_drop()
+
+    def _check_drop(self) -> None:
+        """Run ``true`` as the commands will run: bwrap must set up as the unprivileged user."""
+        argv = self.command(["true"], {"PATH": "/usr/bin:/bin"}, self.worktree)
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=30, check=False,
+                                  preexec_fn=drop_to(self.uid, self.gid), cwd="/")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SandboxError(f"bubblewrap did not start as uid {self.uid}: {exc}",
+                               fix=_USERNS_FIX) from exc
+        if done.returncode != 0:
+            message = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
+            fix = _USERNS_FIX
+            if "Permission denied" in message or "Can't find source path" in message:
+                fix = (f"let uid {self.uid} enter every folder above the worktree and the "
+                       "upstream (`chmod o+x` on them), or keep them under a folder others "
+                       "can enter, or use the Docker backend")
+            raise SandboxError(
+                f"bubblewrap cannot run commands as uid {self.uid} here (never as root): "
+                f"{message}", fix=fix)
 
     def close(self) -> None:
-        """Nothing outlives a command; after this, ``exec`` refuses."""
+        """Nothing outlives a command; give the worktree back. After this, ``exec`` refuses."""
         self._bwrap = None
+        identity, self.identity = self.identity, None
+        if identity is not None:
+            give_back(self.worktree, identity, self._read_only)
 
     def _is_open(self) -> bool:
         return self._bwrap is not None
 
-    def command(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> list[str]:
-        """The full ``bwrap`` command line that runs ``argv``."""
-        assert self._bwrap is not None
-        args = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--size", str(parse_size(self.config.tmpfs_size)), "--tmpfs", "/tmp",
-                "--dir", SANDBOX_HOME]
+    def _base_env(self) -> dict[str, str]:
+        env = super()._base_env()
+        if self.identity is not None and self.identity.mapped:
+            env.update(GIT_ANY_OWNER)
+        return env
+
+    def _binds(self) -> list[str]:
+        """The run's mounts, and tmpfs covers over masked folders a mount would show."""
         binds: list[tuple[Path, list[str]]] = [(m.path, [
             "--ro-bind" if m.read_only else "--bind", str(m.path), str(m.path)])
-            for m in sandbox_mounts(self.worktree, self.upstream)]
-        binds += [(d, ["--tmpfs", str(d)]) for d in masked_dirs()]
+            for m in self._mounts]
+        shown = [m.path for m in self._mounts] + [Path(p) for p in system_view()
+                                                  if p.startswith("/")]
+        binds += [(d, ["--tmpfs", str(d)]) for d in masked_dirs()
+                  if any(d == p or p in d.parents for p in shown)]
+        args: list[str] = []
         for _, mount_args in sorted(binds, key=lambda b: len(b[0].parts)):  # outer first
             args += mount_args
-        args += ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                 "--new-session", "--cap-drop", "ALL", "--clearenv"]
+        return args
+
+    def command(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path,
+                info_fd: int | None = None) -> list[str]:
+        """The full ``bwrap`` command line that runs ``argv``."""
+        assert self._bwrap is not None
+        args = [self._bwrap, *system_view(), *_KERNEL,
+                "--size", str(parse_size(self.config.tmpfs_size)), "--tmpfs", "/tmp",
+                "--dir", SANDBOX_HOME, *self._binds(), "--remount-ro", "/", *_ISOLATION]
         if self.config.network:
             args.append("--share-net")
+        if info_fd is not None:
+            args += ["--info-fd", str(info_fd)]
         for key, value in env.items():
             args += ["--setenv", key, value]
         args += ["--chdir", str(cwd), "--", *argv]
         return args
 
     def _child_setup(self) -> None:
-        """Runs in the child before bwrap: rlimits, then the worktree owner's identity."""
+        """Runs in the child before bwrap: rlimits, then the commands' identity."""
         memory = parse_size(self.config.memory)
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -136,23 +275,50 @@ class BwrapSandbox(SandboxBase):
         resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
         nproc = self.config.pids + self._nproc_base
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        if self.uid != os.getuid():
-            os.setgroups([])
-            os.setresgid(self.gid, self.gid, self.gid)
-            os.setresuid(self.uid, self.uid, self.uid)
+        drop_to(self.uid, self.gid)()
 
     def _run(self, argv: list[str], sink: OutputSink, timeout: float, env: dict[str, str],
              cwd: Path) -> ExecResult:
         """One ``bwrap`` process in its own process group; its pid namespace dies with it."""
         self._nproc_base = _user_process_count(self.uid)
+        info_read, info_write = os.pipe()
         try:
-            outcome = run_process(
-                self.command(argv, env, cwd), sink, timeout=timeout,
-                env={"PATH": env["PATH"]}, cwd=Path("/"),
-                kill=kill_process_group, preexec_fn=self._child_setup,
-            )
-        except OSError as exc:
-            raise SandboxError(f"bubblewrap did not start: {exc}",
-                               fix="check `bwrap --version`; reinstall bubblewrap") from exc
+            try:
+                outcome = run_process(
+                    self.command(argv, env, cwd, info_write), sink, timeout=timeout,
+                    env={"PATH": env["PATH"]}, cwd=Path("/"),
+                    kill=kill_process_group, preexec_fn=self._child_setup,
+                    pass_fds=(info_write,),
+                )
+            except OSError as exc:
+                raise SandboxError(f"bubblewrap did not start: {exc}",
+                                   fix="check `bwrap --version`; reinstall bubblewrap") from exc
+            os.close(info_write)
+            info_write = -1
+            self._wait_namespace_gone(info_read)
+        finally:
+            for fd in (info_read, info_write):
+                if fd >= 0:
+                    os.close(fd)
         return sink.result(argv, exit_code=outcome.exit_code, duration=outcome.duration,
                            timed_out=outcome.timed_out)
+
+    def _wait_namespace_gone(self, info_read: int) -> None:
+        """bwrap reports the command's exit before the kernel has ended the rest of its pid
+        namespace: wait until the namespace's first process (whose end ends it) is gone."""
+        os.set_blocking(info_read, False)
+        with contextlib.suppress(OSError):
+            data = os.read(info_read, 4096)
+            try:
+                child = int(json.loads(data.decode())["child-pid"])
+            except (ValueError, KeyError, TypeError):
+                return
+            deadline = time.monotonic() + _GONE_WAIT
+            while _alive(child) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            if _alive(child):
+                logger.warning("bubblewrap's pid namespace (pid %d) outlived its command", child)
+
+    def _after_command(self) -> None:
+        """Strip set-id bits a command left on the worktree's files."""
+        strip_setid(self.worktree, self._read_only)

@@ -5,8 +5,9 @@ commands, and the frame of ``__enter__`` / ``exec`` / ``__exit__``.
 sandbox again when opening fails; its ``exec`` refuses a closed sandbox and an empty
 command, applies the default timeout, builds the environment (:func:`base_env`, then
 the config's ``env``, then the caller's), resolves ``cwd`` and opens the command's log,
-one command at a time. A backend supplies only how it opens and closes, and how one
-command is started, killed and observed (:meth:`SandboxBase._run`).
+one command at a time, and calls :meth:`SandboxBase._after_command` once the command is
+over. A backend supplies only how it opens and closes, how one command is started, killed
+and observed (:meth:`SandboxBase._run`), and what it checks after each one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ logger = logging.getLogger(__name__)
 SANDBOX_HOME = "/tmp/home"
 """``HOME`` of commands in an isolating sandbox (inside its ``/tmp`` tmpfs)."""
 _DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+GIT_ANY_OWNER = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
+                 "GIT_CONFIG_VALUE_0": "*"}
+"""Lets git inside a sandbox use repositories another uid owns: where commands run as an
+unprivileged uid in place of root, git's metadata stays root's (and read-only)."""
 
 
 def base_env(home: str, path: str | None = None) -> dict[str, str]:
@@ -112,6 +117,9 @@ class SandboxBase(ABC):
              cwd: Path) -> ExecResult:
         """Run one command (holding the sandbox's lock), its output into ``sink``."""
 
+    def _after_command(self) -> None:  # noqa: B027 (optional; the local backend needs none)
+        """Once a command is over and nothing of it runs any more (still holding the lock)."""
+
     # -- the shared frame ------------------------------------------------------------
 
     def __enter__(self) -> Self:
@@ -158,6 +166,8 @@ class SandboxBase(ABC):
             sink = OutputSink(self._logs.next(argv), tail_bytes=self.config.tail_bytes,
                               cap=self.config.output_cap)
             try:
-                return self._run(list(argv), sink, limit, environment, workdir)
+                result = self._run(list(argv), sink, limit, environment, workdir)
             finally:
                 sink.close()
+            self._after_command()
+            return result

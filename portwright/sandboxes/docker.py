@@ -2,21 +2,28 @@
 
 The container's main process is ``sleep infinity`` under ``tini`` (``init=True``),
 running as an unprivileged uid that differs from the command user. Commands are
-exec'd as the worktree owner's ``uid:gid`` (files they write stay the host user's)
-with no network, a read-only root, a size-capped ``/tmp`` tmpfs, every capability
-dropped, ``no-new-privileges``, pids / memory (swap included) / cpu limits and no log
-driver. Nothing of the host environment passes in: only :func:`base_env`, the
-config's ``env`` and what the caller gives.
+exec'd as the worktree owner's ``uid:gid`` (files they write stay the host user's) —
+never as root: a worktree root owns is handed to an unprivileged uid while the sandbox
+is open (:mod:`portwright.sandboxes.ownership`) — with no network, a read-only root, a
+size-capped ``nosuid,nodev`` ``/tmp`` tmpfs, every capability dropped,
+``no-new-privileges``, pids / memory (swap included) / cpu limits and no log driver.
+Every ``.git`` in the worktree is mounted read-only (:mod:`portwright.sandboxes.mounts`).
+The engine's API has no ``nosuid`` for bind mounts; set-id bits are stripped from the
+worktree after every command instead. Nothing of the host environment passes in: only
+:func:`base_env`, the config's ``env`` and what the caller gives.
 
 Each command runs under a small ``sh`` wrapper that, once the command exits, kills
 every process of the command user (``kill -9 -1`` reaches all of that uid's processes
 in the container except the caller and init): background daemons and ``setsid``
-escapees end with their command. On timeout or at the output cap the host freezes
-the container (``pause``), SIGKILLs every process of the command user found in the
+escapees end with their command. The command can kill that wrapper first, so after
+every command the host also looks into the container's cgroup and kills what of the
+command user is still there. On timeout or at the output cap the host freezes the
+container (``pause``), SIGKILLs every process of the command user found in the
 container's cgroup and thaws it; this works when the pids limit is exhausted and
-leaves the container usable. An out-of-memory kill is read from the container's
-memory cgroup counter (``oom_kill``), because an exec'd command killed for memory
-only shows exit 137.
+leaves the container usable. A container the engine will not thaw is removed at once
+(the command ends :class:`SandboxDied`). An out-of-memory kill is read from the
+container's memory cgroup counter (``oom_kill``), because an exec'd command killed for
+memory only shows exit 137.
 """
 
 from __future__ import annotations
@@ -40,10 +47,23 @@ from docker.types import Mount as DockerMount
 from portwright.config import SandboxConfig
 from portwright.errors import EngineUnavailable, ImageMissing, SandboxDied, SandboxError
 from portwright.sandboxes.base import ExecResult
+from portwright.sandboxes.common import GIT_ANY_OWNER, SandboxBase
 from portwright.sandboxes.common import SANDBOX_HOME as SANDBOX_HOME  # re-exported
-from portwright.sandboxes.common import SandboxBase
-from portwright.sandboxes.mounts import sandbox_mounts
+from portwright.sandboxes.mounts import Mount, read_only_git, sandbox_mounts
 from portwright.sandboxes.output import OutputSink
+from portwright.sandboxes.ownership import (
+    Identity,
+    command_identity,
+    give_back,
+    hand_over,
+    strip_setid,
+)
+from portwright.sandboxes.procs import (
+    container_cgroup,
+    oom_kill_field,
+    process_alive,
+    processes_of,
+)
 from portwright.sandboxes.selection import DOCKER_FIX, engine_socket_problem
 
 logger = logging.getLogger(__name__)
@@ -53,16 +73,19 @@ LABEL_CREATED = "portwright.created-at"
 LABEL_OWNER = "portwright.owner"
 LABEL_HOST = "portwright.host"
 LABEL_WORKTREE = "portwright.worktree"
+LABEL_IDENTITY = "portwright.identity"
+"""``uid:gid=owner_uid:owner_gid`` (:class:`Identity`): whom to give the worktree back to."""
 
 _WRAPPER = (
     '[ -d "$HOME" ] || mkdir -p "$HOME" 2>/dev/null; "$@"; rc=$?; kill -9 -1 2>/dev/null; '
     "exit $rc"
 )
-_CGROUP_ROOT = Path("/sys/fs/cgroup")
 _POLL = 0.25
 """Seconds between checks that the container's init still runs while a command runs."""
 _INSPECT_EVERY = 8
 """Every this many checks, also ask the engine whether the exec still runs."""
+_SETTLE = 0.05
+"""Seconds given to processes killed by the wrapper to go before the host kills them."""
 
 
 def owner_token(pid: int | None = None) -> str:
@@ -124,21 +147,37 @@ class DockerSandbox(SandboxBase):
         self._client: docker.DockerClient | None = None
         self._kill_lock = threading.Lock()
         self.uid = os.getuid()
-        """Who commands run as: the worktree's owner (set when the sandbox starts)."""
+        """Who commands run as: the worktree's owner, never root (set when it starts)."""
         self.gid = os.getgid()
+        self.identity: Identity | None = None
+        self._mounts: list[Mount] = []
+        self._read_only: frozenset[str] = frozenset()
         self._cgroups: dict[str, Path | None] = {}
         self._main_pid = 0
+        self._lost: str | None = None
+        """Why the container was removed under the run (a thaw the engine refused)."""
 
     # -- lifecycle -------------------------------------------------------------------
 
     def _open(self) -> None:
-        stat = self.worktree.stat()
-        self.uid, self.gid = stat.st_uid, stat.st_gid
+        self._mounts = sandbox_mounts(self.worktree, self.upstream)
+        self._read_only = read_only_git(self._mounts)
+        identity = command_identity(self.worktree)
+        self.uid, self.gid = identity.uid, identity.gid
         self._client = docker_client()
+        self.identity = identity
+        if identity.mapped:
+            hand_over(self.worktree, identity, self._read_only)
         self._start()
 
     def _is_open(self) -> bool:
         return self.container is not None and self._client is not None
+
+    def _base_env(self) -> dict[str, str]:
+        env = super()._base_env()
+        if self.identity is not None and self.identity.mapped:
+            env.update(GIT_ANY_OWNER)
+        return env
 
     def _image(self) -> str:
         if self.image is not None:
@@ -154,15 +193,16 @@ class DockerSandbox(SandboxBase):
         assert self._client is not None
         image = self._image()
         main_user = 65534 if self.uid != 65534 else 65533
+        assert self.identity is not None
         mounts = [DockerMount(target=str(m.path), source=str(m.path), type="bind",
-                              read_only=m.read_only)
-                  for m in sandbox_mounts(self.worktree, self.upstream)]
+                              read_only=m.read_only) for m in self._mounts]
         labels = {
             LABEL_RUN: self.run_id,
             LABEL_CREATED: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             LABEL_OWNER: owner_token(),
             LABEL_HOST: socket.gethostname(),
             LABEL_WORKTREE: str(self.worktree),
+            LABEL_IDENTITY: self.identity.label(),
         }
         try:
             self.container = self._client.containers.run(
@@ -201,19 +241,30 @@ class DockerSandbox(SandboxBase):
                     self.container.short_id, self.run_id, image)
 
     def close(self) -> None:
-        """Remove the container (and everything still running in it)."""
+        """Remove the container (and everything still running in it), then give the
+        worktree back to its owner, set-id bits stripped."""
         container, self.container = self.container, None
+        removed = True
         if container is not None:
             try:
                 container.remove(force=True)
             except NotFound:
                 pass
-            except APIError as exc:
+            except (APIError, OSError) as exc:
+                removed = False
                 logger.warning("could not remove sandbox container %s: %s",
                                container.short_id, exc)
         if self._client is not None:
             self._client.close()
             self._client = None
+        identity, self.identity = self.identity, None
+        if identity is None:
+            return
+        if removed:
+            give_back(self.worktree, identity, self._read_only)
+        else:  # commands may still run in it: `portwright sandbox prune` gives it back
+            logger.warning("the worktree %s stays with uid %d until `portwright sandbox "
+                           "prune` removes the container", self.worktree, identity.uid)
 
     # -- commands --------------------------------------------------------------------
 
@@ -222,6 +273,9 @@ class DockerSandbox(SandboxBase):
         """One ``exec`` in the container; its process tree killed from the host."""
         assert self.container is not None
         assert self._client is not None
+        if self._lost is not None:
+            raise SandboxDied(f"the sandbox container was removed: {self._lost}",
+                              fix="the run can resume with a new sandbox")
         api = self._client.api
         oom_before = self._oom_count()
         start = time.monotonic()
@@ -275,7 +329,7 @@ class DockerSandbox(SandboxBase):
             # SIGKILL from nowhere: the container may have been killed under the command
             # (the command can die a moment before init shows as gone)
             for _ in range(10):
-                if not self._main_pid or not _process_alive(self._main_pid):
+                if not self._main_pid or not process_alive(self._main_pid):
                     break
                 time.sleep(0.02)
             self._check_alive()
@@ -302,7 +356,7 @@ class DockerSandbox(SandboxBase):
             if not reader.is_alive():
                 break
             polls += 1
-            if self._main_pid and not _process_alive(self._main_pid):
+            if self._main_pid and not process_alive(self._main_pid):
                 _close_stream(stream)
                 reader.join(5)
                 self._check_alive()
@@ -326,19 +380,10 @@ class DockerSandbox(SandboxBase):
 
     def _cgroup(self, controller: str) -> Path | None:
         """The container's cgroup folder for ``controller`` on the host (v1 or v2)."""
-        if controller in self._cgroups:
-            return self._cgroups[controller]
-        assert self.container is not None
-        cid = str(self.container.id)
-        candidates = [
-            _CGROUP_ROOT / controller / "docker" / cid,
-            _CGROUP_ROOT / controller / "system.slice" / f"docker-{cid}.scope",
-            _CGROUP_ROOT / "system.slice" / f"docker-{cid}.scope",
-            _CGROUP_ROOT / "docker" / cid,
-        ]
-        found = next((p for p in candidates if p.is_dir()), None)
-        self._cgroups[controller] = found
-        return found
+        if controller not in self._cgroups:
+            assert self.container is not None
+            self._cgroups[controller] = container_cgroup(str(self.container.id), controller)
+        return self._cgroups[controller]
 
     def _oom_count(self) -> int | None:
         """The container's ``oom_kill`` counter (None when it cannot be read)."""
@@ -348,7 +393,7 @@ class DockerSandbox(SandboxBase):
         for name in ("memory.oom_control", "memory.events"):
             path = folder / name
             if path.is_file():
-                return _oom_kill_field(path.read_text())
+                return oom_kill_field(path.read_text())
         return None
 
     def _oom_count_inside(self) -> int | None:
@@ -360,7 +405,7 @@ class DockerSandbox(SandboxBase):
                              "/sys/fs/cgroup/memory.events 2>/dev/null"], user="0")
         except APIError:
             return None
-        return _oom_kill_field(out.decode(errors="replace")) if isinstance(out, bytes) else None
+        return oom_kill_field(out.decode(errors="replace")) if isinstance(out, bytes) else None
 
     def _kill_commands(self) -> None:
         """SIGKILL every process of the command user in the container, escapees included."""
@@ -374,28 +419,90 @@ class DockerSandbox(SandboxBase):
             self._kill_inside()
             return
         paused = False
+        denied = False
         try:
             self.container.pause()
             paused = True
-        except APIError as exc:
+        except (APIError, OSError) as exc:
             logger.info("could not freeze the sandbox before killing: %s", exc)
         try:
             for _ in range(50):
-                victims = [pid for pid in _cgroup_pids(procs) if _uid_of(pid) == self.uid]
+                victims = processes_of(procs, self.uid)
                 if not victims:
                     break
                 for pid in victims:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                    try:
                         os.kill(pid, 9)
-                if paused:
+                    except ProcessLookupError:
+                        pass
+                    except PermissionError:  # a host user other than the command's
+                        denied = True
+                if paused or denied:
                     break  # frozen: nothing new can start; the kills land on thaw
                 time.sleep(0.01)
         finally:
             if paused:
                 try:
                     self.container.unpause()
-                except APIError as exc:
-                    logger.warning("could not thaw the sandbox: %s", exc)
+                except (APIError, OSError) as exc:
+                    self._abandon(f"the engine did not thaw it after a kill ({exc})")
+        if denied and self._lost is None:
+            self._kill_inside()
+
+    def _abandon(self, reason: str) -> None:
+        """Remove a container that cannot go on (frozen for good): the run must not carry
+        on in it, nor leave it to hold the worktree."""
+        assert self.container is not None
+        self._lost = reason
+        logger.error("removing the sandbox container %s: %s", self.container.short_id, reason)
+        try:
+            self.container.remove(force=True)
+        except NotFound:
+            pass
+        except (APIError, OSError) as exc:
+            logger.error("could not remove the sandbox container %s either: %s",
+                         self.container.short_id, exc)
+
+    def _after_command(self) -> None:
+        """Kill what the command left running (its wrapper may have been killed before it
+        could), then strip set-id bits from the worktree."""
+        if self.container is not None and self._lost is None:
+            self._reap_leftovers()
+        strip_setid(self.worktree, self._read_only)
+
+    def _leftovers(self) -> list[int] | None:
+        """Live processes of the command user in the container (None when the host cannot
+        see its cgroup: then they are asked of the engine)."""
+        assert self.container is not None
+        procs = self._cgroup("pids") or self._cgroup("memory")
+        if procs is not None:
+            return processes_of(procs, self.uid)
+        assert self._client is not None
+        try:
+            top = self._client.api.top(str(self.container.id), ps_args="-eo pid,uid,stat")
+        except (APIError, OSError) as exc:
+            logger.warning("could not list the sandbox's processes: %s", exc)
+            return None
+        return [int(pid) for pid, uid, state in top.get("Processes") or []
+                if uid == str(self.uid) and not state.startswith("Z")]
+
+    def _reap_leftovers(self) -> None:
+        deadline = time.monotonic() + _SETTLE
+        left = self._leftovers()
+        while left and time.monotonic() < deadline:  # the wrapper's kill may be landing
+            time.sleep(0.002)
+            left = self._leftovers()
+        if left is None:
+            self._kill_inside()
+            return
+        if not left:
+            return
+        logger.warning("the command left %d process(es) running in the sandbox; killing them",
+                       len(left))
+        self._kill_commands()
+        deadline = time.monotonic() + 2.0
+        while self._lost is None and self._leftovers() and time.monotonic() < deadline:
+            time.sleep(0.005)
 
     def _kill_inside(self) -> None:
         assert self.container is not None
@@ -406,7 +513,10 @@ class DockerSandbox(SandboxBase):
 
     def _check_alive(self) -> None:
         assert self.container is not None
-        if self._main_pid and not _process_alive(self._main_pid):
+        if self._lost is not None:
+            raise SandboxDied(f"the sandbox container was removed: {self._lost}",
+                              fix="the run can resume with a new sandbox")
+        if self._main_pid and not process_alive(self._main_pid):
             raise SandboxDied("the sandbox container's init process is gone (the container "
                               "was killed or stopped)",
                               fix="see `docker events`; the run can resume with a new sandbox")
@@ -444,39 +554,3 @@ def _api_fix(exc: APIError) -> str:
     if "no space left" in text:
         return "free disk space (`docker system prune`, `portwright sandbox prune`)"
     return "see the Docker engine's log (`/var/log/dockerd.log` or `journalctl -u docker`)"
-
-
-def _oom_kill_field(text: str) -> int | None:
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "oom_kill":
-            with contextlib.suppress(ValueError):
-                return int(value)
-    return None
-
-
-def _process_alive(pid: int) -> bool:
-    """Whether host process ``pid`` runs (a zombie does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2 :][:1] not in ("Z", "X")
-
-
-def _cgroup_pids(folder: Path) -> list[int]:
-    try:
-        text = (folder / "cgroup.procs").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
-
-
-def _uid_of(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("Uid:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None

@@ -5,7 +5,8 @@ No image registry needs to be reachable: :func:`build_base_image` makes
 machine's apt is already configured with, and ``docker import``. A Dockerfile in
 the downstream repo (``[sandbox] dockerfile``) is built ``FROM`` it with the docker
 SDK, tagged by the digest of its build context, so an unchanged Dockerfile is not
-rebuilt; the build log is kept beside the repo's state.
+rebuilt; the build log is kept beside the repo's state. :func:`prune_images` removes
+older builds (containers are pruned by :mod:`portwright.sandboxes.prune`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,7 @@ from docker.errors import APIError, BuildError, ImageNotFound
 
 from portwright.config import SandboxConfig
 from portwright.errors import ConfigError, ImageMissing, SandboxError
-from portwright.sandboxes.docker import (
-    LABEL_HOST,
-    LABEL_OWNER,
-    LABEL_RUN,
-    docker_client,
-    owner_alive,
-)
+from portwright.sandboxes.docker import docker_client
 
 logger = logging.getLogger(__name__)
 
@@ -286,41 +281,20 @@ def _run(argv: list[str], progress: Progress) -> None:
 
 def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None,
           run_id: str | None = None) -> list[str]:
-    """Remove sandbox containers whose owning process is gone; return their run ids.
+    """Run ids whose containers :func:`portwright.sandboxes.prune.prune` removed.
 
-    A container is left alone while the process that created it (on this host) still
-    runs, unless ``all_runs``. Stopped containers are always removed. ``run_id`` limits it
-    to that run's containers.
+    Kept for callers written before pruning had its own module and report: what it
+    skipped and the worktrees it gave back are logged. New code calls
+    :func:`portwright.sandboxes.prune.prune` and reads its report.
     """
-    import socket
+    from portwright.sandboxes.prune import prune as prune_report
 
-    own = client is None
-    client = client or docker_client()
-    removed: list[str] = []
-    try:
-        host = socket.gethostname()
-        label = LABEL_RUN if run_id is None else f"{LABEL_RUN}={run_id}"
-        for container in client.containers.list(all=True, filters={"label": label}):
-            labels = container.labels
-            running = container.status == "running"
-            mine = labels.get(LABEL_HOST) == host
-            alive = mine and owner_alive(labels.get(LABEL_OWNER, ""))
-            if running and alive and not all_runs:
-                continue
-            if running and not mine and not all_runs:
-                continue
-            try:
-                container.remove(force=True)
-            except APIError as exc:
-                logger.warning("could not remove %s: %s", container.short_id, exc)
-                continue
-            removed.append(labels.get(LABEL_RUN, container.short_id))
-            logger.info("removed sandbox container %s of run %s", container.short_id,
-                        labels.get(LABEL_RUN))
-    finally:
-        if own:
-            client.close()
-    return removed
+    report = prune_report(all_runs=all_runs, client=client, run_id=run_id)
+    for skipped in report.skipped:
+        logger.warning("sandbox prune skipped %s", skipped)
+    for worktree in report.restored:
+        logger.info("sandbox prune gave %s back to its owner", worktree)
+    return report.removed
 
 
 def prune_images(*, keep_latest: bool = True,

@@ -20,9 +20,15 @@ logger = logging.getLogger(__name__)
 DOCKER_FIX = (
     "start the Docker engine (`dockerd >/var/log/dockerd.log 2>&1 &`, or "
     "`systemctl start docker`; install it with `apt-get install docker.io`), or install "
-    "bubblewrap (`apt-get install bubblewrap`), or set `backend = \"local\"` under [sandbox] "
-    "in portwright.toml to run without isolation"
+    "bubblewrap (`apt-get install bubblewrap`), or pass --allow-local to run without "
+    "isolation"
 )
+LOCAL_REFUSED = ("configured: backend = \"local\" (no isolation), which the configuration "
+                 "alone cannot choose: pass --allow-local to run commands as plain host "
+                 "processes")
+LOCAL_FIX = ("pass --allow-local if you trust the code this runs (it then sees the network, "
+             "the whole file system and your rights); or set backend = \"auto\" under "
+             "[sandbox] in portwright.toml")
 
 
 class Selection(BaseModel):
@@ -84,20 +90,25 @@ def docker_status(timeout: float = 3.0) -> str:
 
 
 def bwrap_status() -> str:
-    """``ok`` when bubblewrap can create its namespaces here, else why not."""
+    """``ok`` when bubblewrap can create its namespaces here, over the same minimal view and
+    as the same kind of user as every command (never root: as root, the unprivileged uid
+    commands fall back to), else why not."""
+    from portwright.sandboxes.bwrap import drop_to, probe_command
+    from portwright.sandboxes.ownership import UNPRIVILEGED_UID
+
     path = shutil.which("bwrap")
     if path is None:
         return "bwrap not installed"
+    user = UNPRIVILEGED_UID if os.geteuid() == 0 else os.getuid()
+    group = UNPRIVILEGED_UID if os.geteuid() == 0 else os.getgid()
     try:
-        done = subprocess.run(
-            [path, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all", "true"],
-            capture_output=True, timeout=10, check=False,
-        )
+        done = subprocess.run(probe_command(path), capture_output=True, timeout=10,
+                              check=False, cwd="/", preexec_fn=drop_to(user, group))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap does not run: {exc}"
     if done.returncode != 0:
         message = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
-        return f"bwrap cannot create namespaces: {message}"
+        return f"bwrap cannot create namespaces as uid {user}: {message}"
     return "ok"
 
 
@@ -105,8 +116,12 @@ def select_backend(config: SandboxConfig, *, allow_local: bool = False) -> Selec
     """Decide the backend for ``config`` without starting anything."""
     configured = config.backend
     if configured == SandboxBackend.LOCAL:
-        return Selection(backend=SandboxBackend.LOCAL, configured=configured, docker="not probed",
-                         bwrap="not probed", reason="configured: backend = \"local\"")
+        if allow_local:
+            return Selection(backend=SandboxBackend.LOCAL, configured=configured,
+                             docker="not probed", bwrap="not probed",
+                             reason="configured: backend = \"local\", allowed explicitly")
+        return Selection(backend=None, configured=configured, docker="not probed",
+                         bwrap="not probed", reason=LOCAL_REFUSED)
     docker = docker_status() if configured in (SandboxBackend.AUTO, SandboxBackend.DOCKER) \
         else "not probed"
     bwrap = bwrap_status() if configured in (SandboxBackend.AUTO, SandboxBackend.BWRAP) or \
@@ -143,12 +158,17 @@ def open_sandbox(
     """The sandbox ``config`` asks for, not yet started: use it as a context manager.
 
     ``auto`` picks Docker when the engine answers, else bubblewrap; a plain subprocess
-    only when configured (``backend = "local"``) or when ``allow_local`` says so.
+    only when ``allow_local`` says so (the caller's explicit ``--allow-local``): configured
+    (``backend = "local"``) or as the fallback of ``auto``. A configuration is text a
+    command in a sandbox may have rewritten; it alone never takes the isolation away.
     Raises :class:`EngineUnavailable` with the fix when nothing usable is there.
     """
     selection = select_backend(config, allow_local=allow_local)
     logger.info("sandbox backend: %s (%s)", selection.backend, selection.reason)
     if selection.backend is None:
+        if selection.reason == LOCAL_REFUSED:
+            raise EngineUnavailable(f"refusing to run without isolation: {LOCAL_REFUSED}",
+                                    fix=LOCAL_FIX)
         raise EngineUnavailable(f"no sandbox backend is usable ({selection.reason})",
                                 fix=DOCKER_FIX)
     if selection.backend == SandboxBackend.DOCKER:

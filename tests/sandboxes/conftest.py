@@ -1,5 +1,6 @@
 """Fixtures of the sandbox tests: a git worktree owned by a non-root user, the limits
-the isolating backends are tested under, and a sandbox of either backend on it."""
+the isolating backends are tested under, a sandbox of either backend on it, and the
+parameters that run a test against both isolating backends."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from portwright.config import SandboxConfig
-from tests.conftest import GIT_ENV
+from tests.conftest import GIT_ENV, bwrap_works, docker_engine_running
 
 if TYPE_CHECKING:
     from portwright.sandboxes.bwrap import BwrapSandbox
@@ -28,6 +29,20 @@ BWRAP_LIMITS = SandboxConfig(backend="bwrap", memory="512m", pids=64, tmpfs_size
                              timeout=30, tail_bytes=1024)
 DOCKER_LIMITS = SandboxConfig(memory="256m", pids=64, cpus=1.0, tmpfs_size="64m", timeout=30,
                               tail_bytes=1024)
+
+
+BACKENDS = [
+    pytest.param("bwrap", marks=[
+        pytest.mark.bwrap,
+        pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is missing or cannot run here"),
+    ]),
+    pytest.param("docker", marks=[
+        pytest.mark.docker,
+        pytest.mark.skipif(not docker_engine_running(),
+                           reason="no Docker engine answers (start dockerd; .ci/run does)"),
+    ]),
+]
+"""``@pytest.mark.parametrize("backend", BACKENDS)``: the test runs against both."""
 
 
 def make_worktree(base: Path, *, owner: int | None = OWNER) -> tuple[Path, Path]:
@@ -96,3 +111,39 @@ def _private_evidence_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         path = tmp_path_factory.mktemp("evidence-key") / "key" / "evidence.key"
         patch.setenv("PORTWRIGHT_EVIDENCE_KEY", str(path))
         yield path
+
+
+def new_sandbox(backend: str, worktree: Path, base: Path, *, run_id: str,
+                upstream: Path | None = None,
+                config: SandboxConfig | None = None) -> BwrapSandbox | DockerSandbox:
+    """A ``bwrap`` or ``docker`` sandbox on ``worktree``, not yet open (logs under ``base``)."""
+    from portwright.sandboxes.bwrap import BwrapSandbox
+    from portwright.sandboxes.docker import DockerSandbox
+
+    if backend == "bwrap":
+        return BwrapSandbox(worktree, config=config or BWRAP_LIMITS, log_dir=base / "logs",
+                            upstream=upstream)
+    return DockerSandbox(worktree, config=config or DOCKER_LIMITS, run_id=run_id,
+                         log_dir=base / "logs", upstream=upstream)
+
+
+def tree_owners(top: Path) -> dict[str, tuple[int, int]]:
+    """``{relative path: (uid, gid)}`` of everything under ``top`` (links not followed)."""
+    owners = {".": (top.lstat().st_uid, top.lstat().st_gid)}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            owners[str(path.relative_to(top))] = (st.st_uid, st.st_gid)
+    return owners
+
+
+def setid_files(top: Path) -> list[str]:
+    """Files under ``top`` with a setuid or setgid bit (links not followed)."""
+    found = []
+    for dirpath, _, filenames in os.walk(top):
+        for name in filenames:
+            path = Path(dirpath) / name
+            if path.lstat().st_mode & 0o6000:
+                found.append(str(path.relative_to(top)))
+    return found

@@ -214,7 +214,7 @@ time.sleep(300)
 def test_prune_removes_container_of_killed_run(tmp_path: Path) -> None:
     import docker
 
-    from portwright.sandboxes.images import prune
+    from portwright.sandboxes.prune import prune
 
     wt, _ = make_worktree(tmp_path / "repos")
     run_id = f"test-prune-{os.getpid()}"
@@ -227,11 +227,11 @@ def test_prune_removes_container_of_killed_run(tmp_path: Path) -> None:
     try:
         flt = {"label": f"{LABEL_RUN}={run_id}"}
         assert len(client.containers.list(filters=flt)) == 1
-        assert run_id not in prune(client=client)  # its owner still runs
+        assert run_id not in prune(client=client).removed  # its owner still runs
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert len(client.containers.list(filters=flt)) == 1  # SIGKILL leaves it behind
-        assert run_id in prune(client=client)
+        assert run_id in prune(client=client).removed
         assert client.containers.list(all=True, filters=flt) == []
     finally:
         if proc.poll() is None:

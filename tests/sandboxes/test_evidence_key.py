@@ -1,5 +1,6 @@
 """The evidence key (which signs evidence records) is out of reach of sandboxed code:
-bubblewrap shows the host root, so it covers the key's folder; Docker never mounts it."""
+bubblewrap shows a minimal view of the host without it (and would cover it where a mounted
+folder held it); Docker never mounts it."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ import pytest
 
 from portwright.runs.keys import evidence_key
 from portwright.sandboxes.bwrap import BwrapSandbox
+from portwright.sandboxes.mounts import Mount
 from tests.conftest import bwrap_works, docker_engine_running
 from tests.sandboxes.conftest import BWRAP_LIMITS, isolating_sandbox, make_worktree, open_tmp
 
 HOST_STATE = Path("/var/tmp")
-"""Where the test key lives: outside ``/tmp``, which bubblewrap replaces anyway, so that
-only the masking can hide it."""
+"""Where the test key lives: outside ``/tmp``, which bubblewrap replaces anyway."""
 
 
 @pytest.fixture
@@ -29,23 +30,22 @@ def key_file(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         path = base / "keys" / "evidence.key"
         monkeypatch.setenv("PORTWRIGHT_EVIDENCE_KEY", str(path))
         evidence_key()
-        (base / "visible").write_text("host file beside the key folder\n")
         yield path
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
 def _probe(path: Path) -> list[str]:
-    return ["sh", "-c", f"od -An -tx1 {path} | tr -d ' \\n'; echo; echo listing:; "
-                        f"ls -A {path.parent}; echo end; cat {path.parent.parent}/visible"]
+    return ["sh", "-c", f"od -An -tx1 {path} | tr -d ' \\n'; echo; "
+                        f"test -e {path.parent} && echo folder-present; echo checked"]
 
 
 @pytest.mark.bwrap
 @pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is missing or cannot run here")
 def test_bwrap_command_cannot_read_the_key(key_file: Path) -> None:
     with open_tmp() as base:
-        # the worktree belongs to whoever runs the tests: commands run as the key's owner,
-        # so file permissions alone would not stop them
+        # the worktree belongs to whoever runs the tests: were commands to run as the key's
+        # owner, file permissions alone would not stop them
         wt, main = make_worktree(base / "repos", owner=None)
         with BwrapSandbox(wt, config=BWRAP_LIMITS, log_dir=base / "logs",
                           upstream=main) as box:
@@ -53,13 +53,13 @@ def test_bwrap_command_cannot_read_the_key(key_file: Path) -> None:
     key_hex = key_file.read_bytes().hex()
     assert key_hex not in res.stdout_head
     assert "No such file or directory" in res.stderr_head
-    assert "listing:\nend\n" in res.stdout_head  # the folder is there, and empty
-    assert "host file beside the key folder" in res.stdout_head  # the rest of the host is
+    assert res.stdout_head.splitlines()[-1] == "checked"
+    assert "folder-present" not in res.stdout_head
 
 
 @pytest.mark.bwrap
 @pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is missing or cannot run here")
-def test_bwrap_creates_the_key_folder_before_any_command(
+def test_bwrap_creates_the_key_folder_and_covers_it_where_a_mount_shows_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "state" / "evidence.key"
     monkeypatch.setenv("PORTWRIGHT_EVIDENCE_KEY", str(path))
@@ -67,6 +67,9 @@ def test_bwrap_creates_the_key_folder_before_any_command(
         wt, _ = make_worktree(base / "repos", owner=None)
         with BwrapSandbox(wt, config=BWRAP_LIMITS, log_dir=base / "logs") as box:
             assert path.parent.is_dir()
+            args = box.command(["true"], {}, wt)
+            assert str(path.parent.resolve()) not in args  # not in the view at all
+            box._mounts.append(Mount(path.parent.parent.resolve(), read_only=True))
             args = box.command(["true"], {}, wt)
             assert args[args.index(str(path.parent.resolve())) - 1] == "--tmpfs"
 

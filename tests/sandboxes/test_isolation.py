@@ -13,20 +13,7 @@ import pytest
 from portwright.sandboxes import read_log
 from portwright.sandboxes.bwrap import BwrapSandbox
 from portwright.sandboxes.docker import DockerSandbox
-from tests.conftest import bwrap_works, docker_engine_running
-from tests.sandboxes.conftest import isolating_sandbox
-
-BACKENDS = [
-    pytest.param("bwrap", marks=[
-        pytest.mark.bwrap,
-        pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is missing or cannot run here"),
-    ]),
-    pytest.param("docker", marks=[
-        pytest.mark.docker,
-        pytest.mark.skipif(not docker_engine_running(),
-                           reason="no Docker engine answers (start dockerd; .ci/run does)"),
-    ]),
-]
+from tests.sandboxes.conftest import BACKENDS, isolating_sandbox
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

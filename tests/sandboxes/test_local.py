@@ -127,8 +127,11 @@ def test_local_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     allowed = open_sandbox(SandboxConfig(), worktree=wt, run_id="r1", log_dir=tmp_path / "l",
                            allow_local=True)
     assert isinstance(allowed, LocalSandbox)
+    with pytest.raises(EngineUnavailable, match="--allow-local"):
+        open_sandbox(SandboxConfig(backend=SandboxBackend.LOCAL), worktree=wt, run_id="r1",
+                     log_dir=tmp_path / "l")  # the configuration alone cannot ask for it
     configured = open_sandbox(SandboxConfig(backend=SandboxBackend.LOCAL), worktree=wt,
-                              run_id="r1", log_dir=tmp_path / "l")
+                              run_id="r1", log_dir=tmp_path / "l", allow_local=True)
     assert isinstance(configured, LocalSandbox)
 
 

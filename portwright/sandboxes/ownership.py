@@ -1,0 +1,161 @@
+"""Who sandboxed commands run as, and what happens to the worktree's owners and modes.
+
+Commands run as the worktree's owner, so that what they build stays the host user's —
+**unless the owner is root** (a root CI runner, ``make demo`` as root): a command as uid 0
+could leave a setuid-root binary for the next host user to run. Then commands run as
+:data:`UNPRIVILEGED_UID` instead (uid and gid), and the worktree is handed to that uid
+while the sandbox is open (:func:`hand_over`: what root owned is given to it) and given
+back when it closes (:func:`give_back`: what that uid owns — handed over or made by a
+command — is root's again). A run that crashed with its sandbox open leaves the worktree
+handed over; ``portwright sandbox prune`` gives it back (the container's labels carry the
+worktree and the :class:`Identity`), and so does the next sandbox on that worktree.
+
+Set-id bits are stripped from every file of the worktree after each command
+(:func:`strip_setid`) and on give-back: a binary a command marked setuid runs as its
+owner for whoever starts it on the host. The walks do not follow links, skip the
+read-only ``.git`` mounts (no command can change them) and run only while no command
+runs (the sandbox is between commands or gone), so nothing can swap a path under them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from portwright.errors import SandboxError
+
+logger = logging.getLogger(__name__)
+
+UNPRIVILEGED_UID = 65532
+"""uid and gid of commands when the worktree belongs to root (nobody's, by convention)."""
+_SETID = stat.S_ISUID | stat.S_ISGID
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who commands run as (``uid:gid``) and whose the worktree is."""
+
+    uid: int
+    gid: int
+    owner_uid: int
+    owner_gid: int
+
+    @property
+    def mapped(self) -> bool:
+        """Commands run as someone other than the worktree's owner (who is root)."""
+        return (self.uid, self.gid) != (self.owner_uid, self.owner_gid)
+
+    def label(self) -> str:
+        """``uid:gid=owner_uid:owner_gid``, as a container label keeps it."""
+        return f"{self.uid}:{self.gid}={self.owner_uid}:{self.owner_gid}"
+
+    @classmethod
+    def from_label(cls, text: str) -> Identity | None:
+        """The identity a :meth:`label` names (None when the text is not one)."""
+        ours, _, owner = text.partition("=")
+        try:
+            uid, gid = (int(part) for part in ours.split(":"))
+            owner_uid, owner_gid = (int(part) for part in owner.split(":"))
+        except ValueError:
+            return None
+        return cls(uid, gid, owner_uid, owner_gid)
+
+
+def host_identity() -> Identity:
+    """Commands as this process's own user (bubblewrap run by a user other than root)."""
+    return Identity(os.getuid(), os.getgid(), os.getuid(), os.getgid())
+
+
+def command_identity(worktree: Path) -> Identity:
+    """The worktree's owner, or :data:`UNPRIVILEGED_UID` in place of root (uid or gid).
+
+    Raises :class:`SandboxError` when the worktree belongs to root and this process is
+    not root (only root can hand it over).
+    """
+    st = worktree.stat()
+    uid = st.st_uid or UNPRIVILEGED_UID
+    gid = st.st_gid
+    if os.geteuid() == 0 and gid == 0:
+        gid = UNPRIVILEGED_UID
+    if st.st_uid == 0 and os.geteuid() != 0:
+        raise SandboxError(
+            f"the worktree {worktree} belongs to root and portwright runs as uid "
+            f"{os.geteuid()}: commands never run as root, and only root can hand the "
+            "worktree to an unprivileged uid",
+            fix="run portwright as the worktree's owner, or give the worktree to your user "
+                f"(`sudo chown -R {os.geteuid()}:{os.getegid()} {worktree}`)")
+    return Identity(uid, gid, st.st_uid, st.st_gid)
+
+
+def _walk(top: Path, skip: frozenset[str]) -> Iterator[tuple[str, os.stat_result]]:
+    """``(path, lstat)`` of ``top`` and everything under it but ``skip``; links not followed."""
+    try:
+        yield str(top), top.lstat()
+    except OSError:
+        return
+    stack = [str(top)]
+    while stack:
+        try:
+            scan = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with scan:
+            for entry in scan:
+                if entry.path in skip:
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                yield entry.path, st
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(entry.path)
+
+
+def _strip(path: str, st: os.stat_result) -> bool:
+    """Clear the set-id bits of a file that is not a folder or a link; True when it had any."""
+    if not st.st_mode & _SETID or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
+        return False
+    Path(path).chmod(stat.S_IMODE(st.st_mode) & ~_SETID)
+    logger.warning("stripped the set-id bits of %s (mode %04o)", path,
+                   stat.S_IMODE(st.st_mode))
+    return True
+
+
+def strip_setid(worktree: Path, skip: frozenset[str] = frozenset()) -> int:
+    """Clear setuid/setgid bits of every file in the worktree; the number stripped."""
+    return sum(_strip(path, st) for path, st in _walk(worktree, skip))
+
+
+def hand_over(worktree: Path, identity: Identity, skip: frozenset[str] = frozenset()) -> int:
+    """Give what root owns in the worktree to the commands' uid; the number changed."""
+    if identity.uid == identity.owner_uid:
+        return 0
+    changed = 0
+    for path, st in _walk(worktree, skip):
+        if st.st_uid == identity.owner_uid:
+            os.lchown(path, identity.uid, -1)
+            changed += 1
+    logger.info("handed %d entries of %s to uid %d", changed, worktree, identity.uid)
+    return changed
+
+
+def give_back(worktree: Path, identity: Identity, skip: frozenset[str] = frozenset()) -> int:
+    """Give what the commands' uid/gid own in the worktree back to its owner, set-id bits
+    stripped first; the number changed."""
+    changed = 0
+    for path, st in _walk(worktree, skip):
+        _strip(path, st)
+        uid = identity.owner_uid if st.st_uid == identity.uid != identity.owner_uid else -1
+        gid = identity.owner_gid if st.st_gid == identity.gid != identity.owner_gid else -1
+        if uid != -1 or gid != -1:
+            os.lchown(path, uid, gid)
+            changed += 1
+    if changed:
+        logger.info("gave %d entries of %s back to %d:%d", changed, worktree,
+                    identity.owner_uid, identity.owner_gid)
+    return changed
