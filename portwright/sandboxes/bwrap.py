@@ -48,7 +48,7 @@ from portwright.config import SandboxConfig
 from portwright.errors import EngineUnavailable, SandboxError
 from portwright.sandboxes.base import ExecResult
 from portwright.sandboxes.common import GIT_ANY_OWNER, SANDBOX_HOME, SandboxBase
-from portwright.sandboxes.mounts import Mount, masked_dirs, read_only_git, sandbox_mounts
+from portwright.sandboxes.mounts import Mount, masked_dirs, read_only_paths, sandbox_mounts
 from portwright.sandboxes.output import OutputSink, kill_process_group, run_process
 from portwright.sandboxes.ownership import (
     Identity,
@@ -58,6 +58,7 @@ from portwright.sandboxes.ownership import (
     host_identity,
     strip_setid,
 )
+from portwright.sandboxes.procs import process_alive
 
 logger = logging.getLogger(__name__)
 
@@ -146,15 +147,6 @@ def _user_process_count(uid: int) -> int:
     return count
 
 
-def _alive(pid: int) -> bool:
-    """Whether host process ``pid`` runs (a zombie does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2 :][:1] not in ("Z", "X")
-
-
 class BwrapSandbox(SandboxBase):
     """Commands in bubblewrap namespaces against the run's worktree."""
 
@@ -189,7 +181,7 @@ class BwrapSandbox(SandboxBase):
         from portwright.runs.keys import evidence_key_dir
 
         self._mounts = sandbox_mounts(self.worktree, self.upstream)
-        self._read_only = read_only_git(self._mounts)
+        self._read_only = read_only_paths(self._mounts)
         evidence_key_dir()  # exists from now on, so every command masks it (see command)
         identity = command_identity(self.worktree) if os.geteuid() == 0 else host_identity()
         self.uid, self.gid = identity.uid, identity.gid
@@ -314,9 +306,9 @@ class BwrapSandbox(SandboxBase):
             except (ValueError, KeyError, TypeError):
                 return
             deadline = time.monotonic() + _GONE_WAIT
-            while _alive(child) and time.monotonic() < deadline:
+            while process_alive(child) and time.monotonic() < deadline:
                 time.sleep(0.001)
-            if _alive(child):
+            if process_alive(child):
                 logger.warning("bubblewrap's pid namespace (pid %d) outlived its command", child)
 
     def _after_command(self) -> None:

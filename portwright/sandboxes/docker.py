@@ -49,7 +49,7 @@ from portwright.errors import EngineUnavailable, ImageMissing, SandboxDied, Sand
 from portwright.sandboxes.base import ExecResult
 from portwright.sandboxes.common import GIT_ANY_OWNER, SandboxBase
 from portwright.sandboxes.common import SANDBOX_HOME as SANDBOX_HOME  # re-exported
-from portwright.sandboxes.mounts import Mount, read_only_git, sandbox_mounts
+from portwright.sandboxes.mounts import Mount, read_only_paths, sandbox_mounts
 from portwright.sandboxes.output import OutputSink
 from portwright.sandboxes.ownership import (
     Identity,
@@ -58,12 +58,8 @@ from portwright.sandboxes.ownership import (
     hand_over,
     strip_setid,
 )
-from portwright.sandboxes.procs import (
-    container_cgroup,
-    oom_kill_field,
-    process_alive,
-    processes_of,
-)
+from portwright.sandboxes.procs import process_alive
+from portwright.sandboxes.reaper import Reaper
 from portwright.sandboxes.selection import DOCKER_FIX, engine_socket_problem
 
 logger = logging.getLogger(__name__)
@@ -84,8 +80,6 @@ _POLL = 0.25
 """Seconds between checks that the container's init still runs while a command runs."""
 _INSPECT_EVERY = 8
 """Every this many checks, also ask the engine whether the exec still runs."""
-_SETTLE = 0.05
-"""Seconds given to processes killed by the wrapper to go before the host kills them."""
 
 
 def owner_token(pid: int | None = None) -> str:
@@ -145,23 +139,20 @@ class DockerSandbox(SandboxBase):
         self.image = image
         self.container: Container | None = None
         self._client: docker.DockerClient | None = None
-        self._kill_lock = threading.Lock()
         self.uid = os.getuid()
         """Who commands run as: the worktree's owner, never root (set when it starts)."""
         self.gid = os.getgid()
         self.identity: Identity | None = None
         self._mounts: list[Mount] = []
         self._read_only: frozenset[str] = frozenset()
-        self._cgroups: dict[str, Path | None] = {}
+        self._reaper: Reaper | None = None
         self._main_pid = 0
-        self._lost: str | None = None
-        """Why the container was removed under the run (a thaw the engine refused)."""
 
     # -- lifecycle -------------------------------------------------------------------
 
     def _open(self) -> None:
         self._mounts = sandbox_mounts(self.worktree, self.upstream)
-        self._read_only = read_only_git(self._mounts)
+        self._read_only = read_only_paths(self._mounts)
         identity = command_identity(self.worktree)
         self.uid, self.gid = identity.uid, identity.gid
         self._client = docker_client()
@@ -232,6 +223,7 @@ class DockerSandbox(SandboxBase):
         except APIError as exc:
             raise SandboxError(f"cannot start the sandbox container: {exc.explanation or exc}",
                                fix=_api_fix(exc)) from exc
+        self._reaper = Reaper(self.container, self._client, self.uid, self.gid)
         try:
             self.container.reload()
             self._main_pid = int(self.container.attrs["State"]["Pid"])
@@ -244,6 +236,7 @@ class DockerSandbox(SandboxBase):
         """Remove the container (and everything still running in it), then give the
         worktree back to its owner, set-id bits stripped."""
         container, self.container = self.container, None
+        self._reaper = None
         removed = True
         if container is not None:
             try:
@@ -273,11 +266,13 @@ class DockerSandbox(SandboxBase):
         """One ``exec`` in the container; its process tree killed from the host."""
         assert self.container is not None
         assert self._client is not None
-        if self._lost is not None:
-            raise SandboxDied(f"the sandbox container was removed: {self._lost}",
+        assert self._reaper is not None
+        reaper = self._reaper
+        if reaper.lost is not None:
+            raise SandboxDied(f"the sandbox container was removed: {reaper.lost}",
                               fix="the run can resume with a new sandbox")
         api = self._client.api
-        oom_before = self._oom_count()
+        oom_before = reaper.oom_count()
         start = time.monotonic()
         try:
             exec_id = api.exec_create(
@@ -297,7 +292,7 @@ class DockerSandbox(SandboxBase):
                     full = (bool(err) and not sink.feed("stderr", err or b"")) or full
                     if full and not capped.is_set():
                         capped.set()
-                        self._kill_commands()
+                        reaper.kill_commands()
             except Exception as exc:  # the connection broke: reported below
                 failure.append(exc)
             finally:
@@ -307,7 +302,7 @@ class DockerSandbox(SandboxBase):
         reader.start()
         timed_out = self._wait(reader, stream, exec_id, start + timeout)
         if timed_out:
-            self._kill_commands()
+            reaper.kill_commands()
             reader.join(10)
             if reader.is_alive():  # the engine keeps the stream open: give up on it
                 _close_stream(stream)
@@ -322,7 +317,7 @@ class DockerSandbox(SandboxBase):
             logger.warning("sandbox output stream broke: %s", failure[0])
             self._check_alive()
         exit_code = info.get("ExitCode")
-        oom = self._oom_count()
+        oom = reaper.oom_count()
         oom_killed = oom is not None and oom_before is not None and oom > oom_before
         explained = timed_out or oom_killed or capped.is_set()
         if (exit_code is None or exit_code == 137) and not explained:
@@ -376,145 +371,17 @@ class DockerSandbox(SandboxBase):
                 self._check_alive()
         return False
 
-    # -- killing and counting --------------------------------------------------------
-
-    def _cgroup(self, controller: str) -> Path | None:
-        """The container's cgroup folder for ``controller`` on the host (v1 or v2)."""
-        if controller not in self._cgroups:
-            assert self.container is not None
-            self._cgroups[controller] = container_cgroup(str(self.container.id), controller)
-        return self._cgroups[controller]
-
-    def _oom_count(self) -> int | None:
-        """The container's ``oom_kill`` counter (None when it cannot be read)."""
-        folder = self._cgroup("memory")
-        if folder is None:
-            return self._oom_count_inside()
-        for name in ("memory.oom_control", "memory.events"):
-            path = folder / name
-            if path.is_file():
-                return oom_kill_field(path.read_text())
-        return None
-
-    def _oom_count_inside(self) -> int | None:
-        """Fallback when the host cgroup is not visible: read it from inside (one exec)."""
-        assert self.container is not None
-        try:
-            _code, out = self.container.exec_run(
-                ["sh", "-c", "cat /sys/fs/cgroup/memory/memory.oom_control "
-                             "/sys/fs/cgroup/memory.events 2>/dev/null"], user="0")
-        except APIError:
-            return None
-        return oom_kill_field(out.decode(errors="replace")) if isinstance(out, bytes) else None
-
-    def _kill_commands(self) -> None:
-        """SIGKILL every process of the command user in the container, escapees included."""
-        with self._kill_lock:
-            self._kill_commands_locked()
-
-    def _kill_commands_locked(self) -> None:
-        assert self.container is not None
-        procs = self._cgroup("pids") or self._cgroup("memory")
-        if procs is None:
-            self._kill_inside()
-            return
-        paused = False
-        denied = False
-        try:
-            self.container.pause()
-            paused = True
-        except (APIError, OSError) as exc:
-            logger.info("could not freeze the sandbox before killing: %s", exc)
-        try:
-            for _ in range(50):
-                victims = processes_of(procs, self.uid)
-                if not victims:
-                    break
-                for pid in victims:
-                    try:
-                        os.kill(pid, 9)
-                    except ProcessLookupError:
-                        pass
-                    except PermissionError:  # a host user other than the command's
-                        denied = True
-                if paused or denied:
-                    break  # frozen: nothing new can start; the kills land on thaw
-                time.sleep(0.01)
-        finally:
-            if paused:
-                try:
-                    self.container.unpause()
-                except (APIError, OSError) as exc:
-                    self._abandon(f"the engine did not thaw it after a kill ({exc})")
-        if denied and self._lost is None:
-            self._kill_inside()
-
-    def _abandon(self, reason: str) -> None:
-        """Remove a container that cannot go on (frozen for good): the run must not carry
-        on in it, nor leave it to hold the worktree."""
-        assert self.container is not None
-        self._lost = reason
-        logger.error("removing the sandbox container %s: %s", self.container.short_id, reason)
-        try:
-            self.container.remove(force=True)
-        except NotFound:
-            pass
-        except (APIError, OSError) as exc:
-            logger.error("could not remove the sandbox container %s either: %s",
-                         self.container.short_id, exc)
-
     def _after_command(self) -> None:
         """Kill what the command left running (its wrapper may have been killed before it
         could), then strip set-id bits from the worktree."""
-        if self.container is not None and self._lost is None:
-            self._reap_leftovers()
+        if self._reaper is not None and self._reaper.lost is None:
+            self._reaper.reap_leftovers()
         strip_setid(self.worktree, self._read_only)
-
-    def _leftovers(self) -> list[int] | None:
-        """Live processes of the command user in the container (None when the host cannot
-        see its cgroup: then they are asked of the engine)."""
-        assert self.container is not None
-        procs = self._cgroup("pids") or self._cgroup("memory")
-        if procs is not None:
-            return processes_of(procs, self.uid)
-        assert self._client is not None
-        try:
-            top = self._client.api.top(str(self.container.id), ps_args="-eo pid,uid,stat")
-        except (APIError, OSError) as exc:
-            logger.warning("could not list the sandbox's processes: %s", exc)
-            return None
-        return [int(pid) for pid, uid, state in top.get("Processes") or []
-                if uid == str(self.uid) and not state.startswith("Z")]
-
-    def _reap_leftovers(self) -> None:
-        deadline = time.monotonic() + _SETTLE
-        left = self._leftovers()
-        while left and time.monotonic() < deadline:  # the wrapper's kill may be landing
-            time.sleep(0.002)
-            left = self._leftovers()
-        if left is None:
-            self._kill_inside()
-            return
-        if not left:
-            return
-        logger.warning("the command left %d process(es) running in the sandbox; killing them",
-                       len(left))
-        self._kill_commands()
-        deadline = time.monotonic() + 2.0
-        while self._lost is None and self._leftovers() and time.monotonic() < deadline:
-            time.sleep(0.005)
-
-    def _kill_inside(self) -> None:
-        assert self.container is not None
-        try:
-            self.container.exec_run(["sh", "-c", "kill -9 -1"], user=f"{self.uid}:{self.gid}")
-        except APIError as exc:
-            logger.warning("could not kill the sandbox's commands: %s", exc)
 
     def _check_alive(self) -> None:
         assert self.container is not None
-        if self._lost is not None:
-            raise SandboxDied(f"the sandbox container was removed: {self._lost}",
+        if self._reaper is not None and self._reaper.lost is not None:
+            raise SandboxDied(f"the sandbox container was removed: {self._reaper.lost}",
                               fix="the run can resume with a new sandbox")
         if self._main_pid and not process_alive(self._main_pid):
             raise SandboxDied("the sandbox container's init process is gone (the container "

@@ -240,9 +240,9 @@ def _unique(mounts: Iterable[Mount]) -> list[Mount]:
                   key=lambda m: (len(m.path.parts), str(m.path)))
 
 
-def read_only_git(mounts: Iterable[Mount]) -> frozenset[str]:
-    """The paths of the read-only ``.git`` mounts: no command can change what is in them."""
-    return frozenset(str(m.path) for m in mounts if m.read_only and m.path.name == ".git")
+def read_only_paths(mounts: Iterable[Mount]) -> frozenset[str]:
+    """The paths of the read-only mounts: no command can change what is in them."""
+    return frozenset(str(m.path) for m in mounts if m.read_only)
 
 
 def masked_dirs() -> list[Path]:

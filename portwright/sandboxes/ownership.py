@@ -13,7 +13,7 @@ worktree and the :class:`Identity`), and so does the next sandbox on that worktr
 Set-id bits are stripped from every file of the worktree after each command
 (:func:`strip_setid`) and on give-back: a binary a command marked setuid runs as its
 owner for whoever starts it on the host. The walks do not follow links, skip the
-read-only ``.git`` mounts (no command can change them) and run only while no command
+read-only mounts (no command can change what is in them) and run only while no command
 runs (the sandbox is between commands or gone), so nothing can swap a path under them.
 """
 
@@ -132,14 +132,21 @@ def strip_setid(worktree: Path, skip: frozenset[str] = frozenset()) -> int:
 
 
 def hand_over(worktree: Path, identity: Identity, skip: frozenset[str] = frozenset()) -> int:
-    """Give what root owns in the worktree to the commands' uid; the number changed."""
+    """Give what root owns in the worktree to the commands' uid; the number changed.
+
+    A file with more than one hard link stays root's: its other names may lie outside the
+    worktree (a package store, a compiler cache), which the commands must not write through
+    it. Commands can still replace it (the folder is theirs), not write into it."""
     if identity.uid == identity.owner_uid:
         return 0
     changed = 0
     for path, st in _walk(worktree, skip):
-        if st.st_uid == identity.owner_uid:
-            os.lchown(path, identity.uid, -1)
-            changed += 1
+        if st.st_uid != identity.owner_uid:
+            continue
+        if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+            continue  # its other names may lie outside the worktree (a store, a cache)
+        os.lchown(path, identity.uid, -1)
+        changed += 1
     logger.info("handed %d entries of %s to uid %d", changed, worktree, identity.uid)
     return changed
 

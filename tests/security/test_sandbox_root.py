@@ -160,3 +160,24 @@ def test_prune_gives_a_crashed_runs_worktree_back(
         for container in client.containers.list(all=True, filters=flt):
             container.remove(force=True)
         client.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_hard_link_does_not_hand_over_its_other_names(
+        backend: str, root_worktree: tuple[Path, Path, Path]) -> None:
+    """A file linked from outside the worktree (a package store, a compiler cache) is not
+    handed to the commands' uid: they cannot write through it into the store."""
+    base, wt, main = root_worktree
+    store = base / "store"
+    store.mkdir()
+    shared = store / "package.js"
+    shared.write_text("module.exports = 1;\n")
+    os.link(shared, wt / "package.js")
+    with new_sandbox(backend, wt, base, run_id="test-hard-link", upstream=main) as sb:
+        res = sb.exec(["sh", "-c", "echo 'pwned()' >> package.js 2>/dev/null && echo wrote; "
+                                   "rm package.js && echo 'module.exports = 2;' > package.js "
+                                   "&& echo replaced"])
+    assert res.ok, res.stderr_head
+    assert res.stdout_head.splitlines() == ["replaced"]
+    assert shared.read_text() == "module.exports = 1;\n"
+    assert shared.stat().st_uid == 0
