@@ -83,6 +83,7 @@ def main() -> None:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="portwright-bench-") as tmp:
         base = Path(tmp)
+        base.chmod(0o755)  # bubblewrap binds as the commands' unprivileged user
         worktree = base / "wt"
         worktree.mkdir()
         subprocess.run(["git", "init", "-q", str(worktree)], check=True)

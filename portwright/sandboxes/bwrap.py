@@ -52,11 +52,11 @@ from portwright.sandboxes.mounts import Mount, masked_dirs, read_only_paths, san
 from portwright.sandboxes.output import OutputSink, kill_process_group, run_process
 from portwright.sandboxes.ownership import (
     Identity,
+    SetidSweeper,
     command_identity,
     give_back,
     hand_over,
     host_identity,
-    strip_setid,
 )
 from portwright.sandboxes.procs import process_alive
 
@@ -167,6 +167,7 @@ class BwrapSandbox(SandboxBase):
         self._nproc_base = 0
         self._mounts: list[Mount] = []
         self._read_only: frozenset[str] = frozenset()
+        self._sweeper: SetidSweeper | None = None
         self.identity: Identity | None = None
         self.uid = os.getuid()
         """Who commands run as (set when the sandbox opens)."""
@@ -182,6 +183,7 @@ class BwrapSandbox(SandboxBase):
 
         self._mounts = sandbox_mounts(self.worktree, self.upstream)
         self._read_only = read_only_paths(self._mounts)
+        self._sweeper = SetidSweeper(self.worktree, self._read_only)
         evidence_key_dir()  # exists from now on, so every command masks it (see command)
         identity = command_identity(self.worktree) if os.geteuid() == 0 else host_identity()
         self.uid, self.gid = identity.uid, identity.gid
@@ -313,4 +315,5 @@ class BwrapSandbox(SandboxBase):
 
     def _after_command(self) -> None:
         """Strip set-id bits a command left on the worktree's files."""
-        strip_setid(self.worktree, self._read_only)
+        if self._sweeper is not None:
+            self._sweeper.sweep()

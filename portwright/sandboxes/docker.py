@@ -53,10 +53,10 @@ from portwright.sandboxes.mounts import Mount, read_only_paths, sandbox_mounts
 from portwright.sandboxes.output import OutputSink
 from portwright.sandboxes.ownership import (
     Identity,
+    SetidSweeper,
     command_identity,
     give_back,
     hand_over,
-    strip_setid,
 )
 from portwright.sandboxes.procs import process_alive
 from portwright.sandboxes.reaper import Reaper
@@ -145,6 +145,7 @@ class DockerSandbox(SandboxBase):
         self.identity: Identity | None = None
         self._mounts: list[Mount] = []
         self._read_only: frozenset[str] = frozenset()
+        self._sweeper: SetidSweeper | None = None
         self._reaper: Reaper | None = None
         self._main_pid = 0
 
@@ -153,6 +154,7 @@ class DockerSandbox(SandboxBase):
     def _open(self) -> None:
         self._mounts = sandbox_mounts(self.worktree, self.upstream)
         self._read_only = read_only_paths(self._mounts)
+        self._sweeper = SetidSweeper(self.worktree, self._read_only)
         identity = command_identity(self.worktree)
         self.uid, self.gid = identity.uid, identity.gid
         self._client = docker_client()
@@ -376,7 +378,8 @@ class DockerSandbox(SandboxBase):
         could), then strip set-id bits from the worktree."""
         if self._reaper is not None and self._reaper.lost is None:
             self._reaper.reap_leftovers()
-        strip_setid(self.worktree, self._read_only)
+        if self._sweeper is not None:
+            self._sweeper.sweep()
 
     def _check_alive(self) -> None:
         assert self.container is not None

@@ -62,7 +62,8 @@ def _hands_back(labels: dict[str, str]) -> tuple[Path, Identity] | None:
     """The worktree a container's labels say was handed over, and to whom it goes back."""
     identity = Identity.from_label(labels.get(LABEL_IDENTITY, ""))
     worktree = labels.get(LABEL_WORKTREE, "")
-    if identity is None or not identity.mapped or identity.uid != UNPRIVILEGED_UID:
+    if identity is None or not identity.mapped or UNPRIVILEGED_UID not in (identity.uid,
+                                                                           identity.gid):
         return None
     if not worktree.startswith("/") or worktree == "/":
         return None

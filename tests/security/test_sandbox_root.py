@@ -181,3 +181,26 @@ def test_a_hard_link_does_not_hand_over_its_other_names(
     assert res.stdout_head.splitlines() == ["replaced"]
     assert shared.read_text() == "module.exports = 1;\n"
     assert shared.stat().st_uid == 0
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("backend", [BACKENDS[0]])
+def test_bwrap_that_cannot_drop_root_refuses_and_says_why(backend: str,
+                                                          tmp_path: Path) -> None:
+    """bubblewrap cannot set up as the unprivileged uid when the worktree lies under a
+    folder only root may enter (pytest's own base folder is one): it refuses to open rather
+    than run the commands as root, and gives the worktree back."""
+    from portwright.errors import SandboxError
+    from portwright.sandboxes.ownership import UNPRIVILEGED_UID
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    wt, main = make_worktree(private / "repos", owner=None)
+    private.chmod(0o700)
+    before = tree_owners(wt)
+    with pytest.raises(SandboxError, match=f"uid {UNPRIVILEGED_UID}.*never as root") as info, \
+            new_sandbox(backend, wt, tmp_path, run_id="test-no-drop", upstream=main):
+        pass
+    assert info.value.fix is not None
+    assert "enter" in info.value.fix
+    assert tree_owners(wt) == before
