@@ -1,10 +1,11 @@
 """BwrapSandbox: bubblewrap namespaces, for machines without a Docker engine.
 
 Each command is its own ``bwrap`` invocation over a minimal read-only view of the host
-(:func:`system_view`: ``/usr``, the ``/bin`` and ``/lib*`` links, a selected ``/etc`` —
-no ``shadow``, ``sudoers`` or ``ssh`` — and nothing of ``/home``, ``/root``, ``/var`` or
-``/run``: no engine socket), a fresh ``/dev``, ``/proc`` (bubblewrap covers ``/proc/sys``
-read-only) and size-capped ``/tmp``, the root itself read-only; the worktree read-write
+(:mod:`portwright.sandboxes.view`: ``/usr``, the ``/bin`` and ``/lib*`` links, a copy of
+the ``/etc`` entries toolchains read — no ``shadow``, ``sudoers`` or ``ssh`` — and nothing
+of ``/home``, ``/root``, ``/var`` or ``/run``: no engine socket), a fresh ``/dev``,
+``/proc`` (``/proc/sys`` read-only) and size-capped ``/tmp``, the root itself read-only;
+the worktree read-write
 and every ``.git`` in it, git metadata and the upstream read-only (see
 :mod:`portwright.sandboxes.mounts`), all ``nosuid,nodev``. The evidence key's folder is
 not in the view; opening the sandbox creates it, and where a mounted folder holds it an
@@ -32,7 +33,6 @@ allocation simply fails; ``oom_killed`` stays False), or a cpu limit.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -41,7 +41,7 @@ import resource
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from portwright.config import SandboxConfig
@@ -59,27 +59,18 @@ from portwright.sandboxes.ownership import (
     host_identity,
 )
 from portwright.sandboxes.procs import process_alive
+from portwright.sandboxes.view import (
+    ISOLATION,
+    KERNEL,
+    drop_to,
+    etc_copy,
+    shown_paths,
+    system_view,
+)
 
 logger = logging.getLogger(__name__)
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-ETC_SHOWN = (
-    "alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf",
-    "debian_version", "environment", "fonts", "gai.conf", "group", "host.conf", "hostname",
-    "hosts", "inputrc", "java-*", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-    "locale.alias", "locale.conf", "localtime", "magic", "magic.mime", "mime.types",
-    "nsswitch.conf", "os-release", "passwd", "perl", "profile", "protocols", "python3",
-    "python3.*", "resolv.conf", "rpc", "services", "shells", "ssl/certs", "ssl/openssl.cnf",
-    "terminfo", "timezone",
-)
-"""What of ``/etc`` a command sees: what toolchains read, no secrets (no ``shadow``,
-``gshadow``, ``sudoers``, ``ssh``, ``ssl/private``, ``docker``, ``pip.conf``, ``npmrc``)."""
-_KERNEL = ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
-"""A fresh ``/dev`` and ``/proc``; ``/proc/sys`` (the kernel's settings) read-only over it
-(bubblewrap covers it only where it is writable to begin with)."""
-_ISOLATION = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-              "--new-session", "--cap-drop", "ALL", "--clearenv"]
 _GONE_WAIT = 2.0
 """Seconds to wait, after bwrap exits, for the kernel to end its pid namespace."""
 _USERNS_FIX = ("let unprivileged users create user namespaces (`sysctl -w "
@@ -96,54 +87,16 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
-@functools.cache
-def system_view() -> tuple[str, ...]:
-    """bwrap arguments that show the host's system folders read-only, and nothing else:
-    ``/usr``, ``/bin``, ``/sbin`` and ``/lib*`` (as the links they are on merged-usr
-    systems) and the :data:`ETC_SHOWN` entries of ``/etc``."""
-    args: list[str] = []
-    for top in _SYSTEM:
-        path = Path(top)
-        if path.is_symlink():
-            args += ["--symlink", str(path.readlink()), top]
-        elif path.is_dir():
-            args += ["--ro-bind", top, top]
-    etc = Path("/etc")
-    shown = sorted({p for pattern in ETC_SHOWN for p in etc.glob(pattern) if p.exists()})
-    for path in shown:
-        args += ["--ro-bind", str(path), str(path)]
-    return tuple(args)
-
-
-def probe_command(bwrap: str) -> list[str]:
-    """The command :func:`~portwright.sandboxes.selection.bwrap_status` runs: the same view
-    and isolation as every command, running ``true``."""
-    return [bwrap, *system_view(), *_KERNEL, "--tmpfs", "/tmp", "--remount-ro", "/",
-            *_ISOLATION, "--", "true"]
-
-
-def drop_to(uid: int, gid: int) -> Callable[[], None]:
-    """A ``preexec_fn`` that makes the child ``uid:gid`` (no supplementary groups) when this
-    process runs as someone else; bwrap then creates its namespaces as that user."""
-
-    def drop() -> None:
-        if (uid, gid) != (os.getuid(), os.getgid()):
-            os.setgroups([])
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
-
-    return drop
-
-
 def _user_process_count(uid: int) -> int:
     count = 0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    count += 1
-            except OSError:
-                continue
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if entry.name.isdigit():
+                try:
+                    if entry.stat(follow_symlinks=False).st_uid == uid:
+                        count += 1
+                except OSError:
+                    continue
     return count
 
 
@@ -168,6 +121,9 @@ class BwrapSandbox(SandboxBase):
         self._mounts: list[Mount] = []
         self._read_only: frozenset[str] = frozenset()
         self._sweeper: SetidSweeper | None = None
+        self._resources = contextlib.ExitStack()
+        self._view: list[str] = []
+        self._bind_args: list[str] = []
         self.identity: Identity | None = None
         self.uid = os.getuid()
         """Who commands run as (set when the sandbox opens)."""
@@ -184,7 +140,9 @@ class BwrapSandbox(SandboxBase):
         self._mounts = sandbox_mounts(self.worktree, self.upstream)
         self._read_only = read_only_paths(self._mounts)
         self._sweeper = SetidSweeper(self.worktree, self._read_only)
-        evidence_key_dir()  # exists from now on, so every command masks it (see command)
+        self._view = system_view(self._resources.enter_context(etc_copy()))
+        evidence_key_dir()  # exists from now on, so every command masks it (see _binds)
+        self._bind_args = self._binds()
         identity = command_identity(self.worktree) if os.geteuid() == 0 else host_identity()
         self.uid, self.gid = identity.uid, identity.gid
         self._bwrap = shutil.which("bwrap")
@@ -217,6 +175,7 @@ class BwrapSandbox(SandboxBase):
     def close(self) -> None:
         """Nothing outlives a command; give the worktree back. After this, ``exec`` refuses."""
         self._bwrap = None
+        self._resources.close()
         identity, self.identity = self.identity, None
         if identity is not None:
             give_back(self.worktree, identity, self._read_only)
@@ -235,8 +194,7 @@ class BwrapSandbox(SandboxBase):
         binds: list[tuple[Path, list[str]]] = [(m.path, [
             "--ro-bind" if m.read_only else "--bind", str(m.path), str(m.path)])
             for m in self._mounts]
-        shown = [m.path for m in self._mounts] + [Path(p) for p in system_view()
-                                                  if p.startswith("/")]
+        shown = [m.path for m in self._mounts] + shown_paths()
         binds += [(d, ["--tmpfs", str(d)]) for d in masked_dirs()
                   if any(d == p or p in d.parents for p in shown)]
         args: list[str] = []
@@ -248,9 +206,9 @@ class BwrapSandbox(SandboxBase):
                 info_fd: int | None = None) -> list[str]:
         """The full ``bwrap`` command line that runs ``argv``."""
         assert self._bwrap is not None
-        args = [self._bwrap, *system_view(), *_KERNEL,
+        args = [self._bwrap, *self._view, *KERNEL,
                 "--size", str(parse_size(self.config.tmpfs_size)), "--tmpfs", "/tmp",
-                "--dir", SANDBOX_HOME, *self._binds(), "--remount-ro", "/", *_ISOLATION]
+                "--dir", SANDBOX_HOME, *self._bind_args, "--remount-ro", "/", *ISOLATION]
         if self.config.network:
             args.append("--share-net")
         if info_fd is not None:

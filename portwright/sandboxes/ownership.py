@@ -12,9 +12,12 @@ worktree and the :class:`Identity`), and so does the next sandbox on that worktr
 
 Set-id bits are stripped from every file of the worktree after each command
 (:class:`SetidSweeper`) and on give-back: a binary a command marked setuid runs as its
-owner for whoever starts it on the host. The walks do not follow links, skip the
-read-only mounts (no command can change what is in them) and run only while no command
-runs (the sandbox is between commands or gone), so nothing can swap a path under them.
+owner for whoever starts it on the host. The walks do not follow links and skip the
+read-only mounts (no command can change what is in them). They run while no command of
+their sandbox runs, but another sandbox on the same worktree (a crashed run's container
+still running) could race them: every folder is opened without following a link, and every
+change is made through a file opened the same way and checked to lie inside the worktree,
+so a folder swapped for a link cannot turn the host's change onto a file elsewhere.
 """
 
 from __future__ import annotations
@@ -97,44 +100,129 @@ def command_identity(worktree: Path) -> Identity:
     return Identity(uid, gid, st.st_uid, st.st_gid)
 
 
+class _Inside:
+    """Opens what a path names only when the open file lies inside one folder.
+
+    The check is made on the open file (its ``/proc/self/fd`` link) and the change through
+    it, so a folder swapped for a link on the way, by a process racing the walk, cannot send
+    the host to a file elsewhere; the last part of a path is never followed."""
+
+    def __init__(self, top: Path) -> None:
+        self.top = str(top)
+        self.prefix = self.top.rstrip("/") + "/"
+
+    def open(self, path: str, flags: int) -> int | None:
+        try:
+            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            real = str(Path(f"/proc/self/fd/{fd}").readlink())
+        except OSError:
+            real = ""
+        if real == self.top or real.startswith(self.prefix):
+            return fd
+        os.close(fd)
+        logger.warning("not touching %s: it leads out of %s (to %s)", path, self.top, real)
+        return None
+
+
 def _walk(top: Path, skip: frozenset[str]) -> Iterator[tuple[str, os.stat_result]]:
-    """``(path, lstat)`` of ``top`` and everything under it but ``skip``; links not followed."""
+    """``(path, lstat)`` of ``top`` and everything under it but ``skip``; links not followed,
+    each folder opened without following a link and checked to lie inside ``top``."""
     try:
         yield str(top), top.lstat()
     except OSError:
         return
+    inside = _Inside(top)
     stack = [str(top)]
     while stack:
-        try:
-            scan = os.scandir(stack.pop())
-        except OSError:
+        folder = stack.pop()
+        fd = inside.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        if fd is None:
             continue
-        with scan:
-            for entry in scan:
-                if entry.path in skip:
-                    continue
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                yield entry.path, st
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append(entry.path)
+        entries: list[tuple[str, os.stat_result]] = []
+        try:
+            with os.scandir(fd) as scan:
+                for entry in scan:
+                    path = f"{folder}/{entry.name}"
+                    if path not in skip:
+                        with contextlib.suppress(OSError):
+                            entries.append((path, entry.stat(follow_symlinks=False)))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        for path, st in entries:
+            yield path, st
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(path)
 
 
-def _strip(path: str, st: os.stat_result) -> bool:
+def _has_setid(st: os.stat_result) -> bool:
+    return bool(st.st_mode & _SETID) and not stat.S_ISDIR(st.st_mode) \
+        and not stat.S_ISLNK(st.st_mode)
+
+
+def _strip(path: str, st: os.stat_result, inside: _Inside) -> bool:
     """Clear the set-id bits of a file that is not a folder or a link; True when it had any."""
-    if not st.st_mode & _SETID or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
+    if not _has_setid(st):
         return False
-    Path(path).chmod(stat.S_IMODE(st.st_mode) & ~_SETID)
+    fd = inside.open(path, os.O_PATH)
+    if fd is None:
+        return False
+    try:
+        now = os.fstat(fd)
+        if not _has_setid(now):
+            return False
+        Path(f"/proc/self/fd/{fd}").chmod(stat.S_IMODE(now.st_mode) & ~_SETID)
+    except OSError as exc:
+        logger.warning("could not strip the set-id bits of %s: %s", path, exc)
+        return False
+    finally:
+        os.close(fd)
     logger.warning("stripped the set-id bits of %s (mode %04o)", path,
                    stat.S_IMODE(st.st_mode))
     return True
 
 
+def _chown(path: str, st: os.stat_result, inside: _Inside, uid: int, gid: int) -> bool:
+    """Change the owner of what ``path`` names, if it is still what ``st`` saw (a link
+    itself, not what it points at); True when changed."""
+    if stat.S_ISLNK(st.st_mode):
+        parent, _, name = path.rpartition("/")
+        fd = inside.open(parent, os.O_PATH | os.O_DIRECTORY)
+        if fd is None:
+            return False
+        try:
+            os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
+        except OSError as exc:
+            logger.warning("could not change the owner of %s: %s", path, exc)
+            return False
+        finally:
+            os.close(fd)
+        return True
+    fd = inside.open(path, os.O_PATH)
+    if fd is None:
+        return False
+    try:
+        now = os.fstat(fd)
+        if (now.st_ino, now.st_dev, now.st_uid, now.st_gid) != (st.st_ino, st.st_dev,
+                                                                  st.st_uid, st.st_gid):
+            return False
+        os.chown(f"/proc/self/fd/{fd}", uid, gid)
+    except OSError as exc:
+        logger.warning("could not change the owner of %s: %s", path, exc)
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 def strip_setid(worktree: Path, skip: frozenset[str] = frozenset()) -> int:
     """Clear setuid/setgid bits of every file in the worktree; the number stripped."""
-    return sum(_strip(path, st) for path, st in _walk(worktree, skip))
+    inside = _Inside(worktree)
+    return sum(_strip(path, st, inside) for path, st in _walk(worktree, skip))
 
 
 class SetidSweeper:
@@ -159,15 +247,16 @@ class SetidSweeper:
 
     def sweep(self) -> int:
         """Strip what a command set; the number of files stripped."""
+        inside = _Inside(self.worktree)
         if self.uses_find:
             assert self._find is not None
             found = self._find_setid(self._find)
             if found is not None:
-                return sum(_strip(path, st) for path, st in found)
+                return sum(_strip(path, st, inside) for path, st in found)
         stripped = entries = 0
         for path, st in _walk(self.worktree, self.skip):
             entries += 1
-            stripped += _strip(path, st)
+            stripped += _strip(path, st, inside)
         self._big = entries > BIG_TREE
         return stripped
 
@@ -204,17 +293,18 @@ def hand_over(worktree: Path, identity: Identity, skip: frozenset[str] = frozens
 
     A file with more than one hard link stays root's: its other names may lie outside the
     worktree (a package store, a compiler cache), which the commands must not write through
-    it. Commands can still replace it (the folder is theirs), not write into it."""
+    it. Commands can still replace it (the folder is theirs), not write into it. Links stay
+    root's too (the folder they are in decides who may replace them)."""
     if identity.uid == identity.owner_uid:
         return 0
+    inside = _Inside(worktree)
     changed = 0
     for path, st in _walk(worktree, skip):
-        if st.st_uid != identity.owner_uid:
+        if st.st_uid != identity.owner_uid or stat.S_ISLNK(st.st_mode):
             continue
         if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
             continue  # its other names may lie outside the worktree (a store, a cache)
-        os.lchown(path, identity.uid, -1)
-        changed += 1
+        changed += _chown(path, st, inside, identity.uid, -1)
     logger.info("handed %d entries of %s to uid %d", changed, worktree, identity.uid)
     return changed
 
@@ -222,14 +312,14 @@ def hand_over(worktree: Path, identity: Identity, skip: frozenset[str] = frozens
 def give_back(worktree: Path, identity: Identity, skip: frozenset[str] = frozenset()) -> int:
     """Give what the commands' uid/gid own in the worktree back to its owner, set-id bits
     stripped first; the number changed."""
+    inside = _Inside(worktree)
     changed = 0
     for path, st in _walk(worktree, skip):
-        _strip(path, st)
+        _strip(path, st, inside)
         uid = identity.owner_uid if st.st_uid == identity.uid != identity.owner_uid else -1
         gid = identity.owner_gid if st.st_gid == identity.gid != identity.owner_gid else -1
         if uid != -1 or gid != -1:
-            os.lchown(path, uid, gid)
-            changed += 1
+            changed += _chown(path, st, inside, uid, gid)
     if changed:
         logger.info("gave %d entries of %s back to %d:%d", changed, worktree,
                     identity.owner_uid, identity.owner_gid)

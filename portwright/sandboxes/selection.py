@@ -93,8 +93,8 @@ def bwrap_status() -> str:
     """``ok`` when bubblewrap can create its namespaces here, over the same minimal view and
     as the same kind of user as every command (never root: as root, the unprivileged uid
     commands fall back to), else why not."""
-    from portwright.sandboxes.bwrap import drop_to, probe_command
     from portwright.sandboxes.ownership import UNPRIVILEGED_UID
+    from portwright.sandboxes.view import drop_to, etc_copy, probe_command
 
     path = shutil.which("bwrap")
     if path is None:
@@ -102,8 +102,9 @@ def bwrap_status() -> str:
     user = UNPRIVILEGED_UID if os.geteuid() == 0 else os.getuid()
     group = UNPRIVILEGED_UID if os.geteuid() == 0 else os.getgid()
     try:
-        done = subprocess.run(probe_command(path), capture_output=True, timeout=10,
-                              check=False, cwd="/", preexec_fn=drop_to(user, group))
+        with etc_copy() as etc:
+            done = subprocess.run(probe_command(path, etc), capture_output=True, timeout=10,
+                                  check=False, cwd="/", preexec_fn=drop_to(user, group))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap does not run: {exc}"
     if done.returncode != 0:

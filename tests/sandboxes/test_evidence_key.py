@@ -70,7 +70,7 @@ def test_bwrap_creates_the_key_folder_and_covers_it_where_a_mount_shows_it(
             args = box.command(["true"], {}, wt)
             assert str(path.parent.resolve()) not in args  # not in the view at all
             box._mounts.append(Mount(path.parent.parent.resolve(), read_only=True))
-            args = box.command(["true"], {}, wt)
+            args = box._binds()  # as if a mounted folder held the key's
             assert args[args.index(str(path.parent.resolve())) - 1] == "--tmpfs"
 
 

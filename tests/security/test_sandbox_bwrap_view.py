@@ -113,13 +113,19 @@ def test_evidence_key_folder_is_not_there(key_outside_tmp: Path) -> None:
                             str(key_outside_tmp.parent.parent), "/var/tmp", "/var"]) == []
 
 
-def test_the_probe_uses_the_same_view() -> None:
-    from portwright.sandboxes.bwrap import probe_command
+def test_the_probe_uses_the_same_view(box: BwrapSandbox) -> None:
+    from portwright.sandboxes.view import etc_copy, probe_command
 
-    argv = probe_command("/usr/bin/bwrap")
-    pairs = list(itertools.pairwise(argv))
-    assert ("/", "/") not in pairs
-    assert ("--ro-bind", "/usr") in pairs
+    with etc_copy() as etc:
+        probe = probe_command("/usr/bin/bwrap", etc)
+        assert not (etc / "shadow").exists()
+        assert (etc / "passwd").read_bytes() == Path("/etc/passwd").read_bytes()
+    assert ("/", "/") not in list(itertools.pairwise(probe))
+    command = box.command(["true"], {}, box.worktree)
+    probe_view = [a for a in probe if a.startswith("--") or not a.startswith("/tmp/")]
+    for arg in probe_view[1: probe_view.index("--tmpfs")]:  # the view and the kernel's
+        assert arg in command, arg
     for flag in ("--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-                 "--disable-userns"):
-        assert flag in argv
+                 "--disable-userns", "--remount-ro"):
+        assert flag in probe
+        assert flag in command

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -204,3 +205,63 @@ def test_bwrap_that_cannot_drop_root_refuses_and_says_why(backend: str,
     assert info.value.fix is not None
     assert "enter" in info.value.fix
     assert tree_owners(wt) == before
+
+
+def test_host_walks_do_not_follow_a_folder_swapped_for_a_link(tmp_path: Path) -> None:
+    """While the host hands the worktree over, gives it back or strips set-id bits, a
+    process of another sandbox on the same worktree (a crashed run's container still
+    running) swaps a folder for a link to somewhere else, over and over: no change may land
+    outside the worktree."""
+    import threading
+
+    from portwright.sandboxes.ownership import (
+        UNPRIVILEGED_UID,
+        Identity,
+        give_back,
+        hand_over,
+        strip_setid,
+    )
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    setuid_tool = outside / "passwd"
+    setuid_tool.write_text("#!/bin/sh\n")
+    setuid_tool.chmod(0o4755)
+    secret = outside / "shadow"
+    secret.write_text("root:x:\n")
+    secret.chmod(0o600)
+    wt = tmp_path / "wt"
+    (wt / "d").mkdir(parents=True)
+    for name in ("passwd", "shadow", "other"):
+        (wt / "d" / name).write_text("")
+    identity = Identity(UNPRIVILEGED_UID, UNPRIVILEGED_UID, 0, 0)
+    stop = threading.Event()
+
+    def swap() -> None:
+        folder, real, link = wt / "d", wt / "d.real", wt / "d"
+        while not stop.is_set():
+            try:
+                folder.rename(real)
+                link.symlink_to(outside)
+                time.sleep(0.001)  # long enough for a walk to step in
+                link.unlink()
+                real.rename(folder)
+            except OSError:
+                continue
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    try:
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            hand_over(wt, identity)
+            strip_setid(wt)
+            give_back(wt, identity)
+    finally:
+        stop.set()
+        swapper.join()
+    for path in (setuid_tool, secret):
+        assert path.stat().st_uid == 0, path
+        assert path.stat().st_gid == 0, path
+    assert setuid_tool.stat().st_mode & 0o7777 == 0o4755
+    assert secret.stat().st_mode & 0o7777 == 0o600
