@@ -48,10 +48,17 @@ from portwright.config import SandboxConfig
 from portwright.errors import EngineUnavailable, SandboxError
 from portwright.sandboxes.base import ExecResult
 from portwright.sandboxes.common import GIT_ANY_OWNER, SANDBOX_HOME, SandboxBase
-from portwright.sandboxes.mounts import Mount, masked_dirs, read_only_paths, sandbox_mounts
+from portwright.sandboxes.mounts import (
+    Mount,
+    masked_dirs,
+    read_only_paths,
+    repository_tops,
+    sandbox_mounts,
+)
 from portwright.sandboxes.output import OutputSink, kill_process_group, run_process
 from portwright.sandboxes.ownership import (
     Identity,
+    KeptFolder,
     SetidSweeper,
     command_identity,
     give_back,
@@ -121,6 +128,7 @@ class BwrapSandbox(SandboxBase):
         self._mounts: list[Mount] = []
         self._read_only: frozenset[str] = frozenset()
         self._sweeper: SetidSweeper | None = None
+        self._kept: list[KeptFolder] = []
         self._resources = contextlib.ExitStack()
         self._view: list[str] = []
         self._bind_args: list[str] = []
@@ -148,7 +156,8 @@ class BwrapSandbox(SandboxBase):
         self._bwrap = shutil.which("bwrap")
         self.identity = identity
         if identity.mapped:
-            hand_over(self.worktree, identity, self._read_only)
+            self._kept = hand_over(self.worktree, identity, self._read_only,
+                                    repository_tops(self.worktree, self._mounts))
         if (self.uid, self.gid) != (os.getuid(), os.getgid()):
             self._check_drop()
 
@@ -178,7 +187,7 @@ class BwrapSandbox(SandboxBase):
         self._resources.close()
         identity, self.identity = self.identity, None
         if identity is not None:
-            give_back(self.worktree, identity, self._read_only)
+            give_back(self.worktree, identity, self._read_only, self._kept)
 
     def _is_open(self) -> bool:
         return self._bwrap is not None

@@ -49,14 +49,16 @@ from portwright.errors import EngineUnavailable, ImageMissing, SandboxDied, Sand
 from portwright.sandboxes.base import ExecResult
 from portwright.sandboxes.common import GIT_ANY_OWNER, SandboxBase
 from portwright.sandboxes.common import SANDBOX_HOME as SANDBOX_HOME  # re-exported
-from portwright.sandboxes.mounts import Mount, read_only_paths, sandbox_mounts
+from portwright.sandboxes.mounts import Mount, read_only_paths, repository_tops, sandbox_mounts
 from portwright.sandboxes.output import OutputSink
 from portwright.sandboxes.ownership import (
     Identity,
+    KeptFolder,
     SetidSweeper,
     command_identity,
     give_back,
     hand_over,
+    kept_label,
 )
 from portwright.sandboxes.procs import process_alive
 from portwright.sandboxes.reaper import Reaper
@@ -71,6 +73,8 @@ LABEL_HOST = "portwright.host"
 LABEL_WORKTREE = "portwright.worktree"
 LABEL_IDENTITY = "portwright.identity"
 """``uid:gid=owner_uid:owner_gid`` (:class:`Identity`): whom to give the worktree back to."""
+LABEL_KEPT = "portwright.kept"
+"""The repositories' top folders left to root, with their group and mode (JSON)."""
 
 _WRAPPER = (
     '[ -d "$HOME" ] || mkdir -p "$HOME" 2>/dev/null; "$@"; rc=$?; kill -9 -1 2>/dev/null; '
@@ -146,6 +150,7 @@ class DockerSandbox(SandboxBase):
         self._mounts: list[Mount] = []
         self._read_only: frozenset[str] = frozenset()
         self._sweeper: SetidSweeper | None = None
+        self._kept: list[KeptFolder] = []
         self._reaper: Reaper | None = None
         self._main_pid = 0
 
@@ -160,7 +165,8 @@ class DockerSandbox(SandboxBase):
         self._client = docker_client()
         self.identity = identity
         if identity.mapped:
-            hand_over(self.worktree, identity, self._read_only)
+            self._kept = hand_over(self.worktree, identity, self._read_only,
+                                    repository_tops(self.worktree, self._mounts))
         self._start()
 
     def _is_open(self) -> bool:
@@ -196,6 +202,7 @@ class DockerSandbox(SandboxBase):
             LABEL_HOST: socket.gethostname(),
             LABEL_WORKTREE: str(self.worktree),
             LABEL_IDENTITY: self.identity.label(),
+            LABEL_KEPT: kept_label(self._kept),
         }
         try:
             self.container = self._client.containers.run(
@@ -256,7 +263,7 @@ class DockerSandbox(SandboxBase):
         if identity is None:
             return
         if removed:
-            give_back(self.worktree, identity, self._read_only)
+            give_back(self.worktree, identity, self._read_only, self._kept)
         else:  # commands may still run in it: `portwright sandbox prune` gives it back
             logger.warning("the worktree %s stays with uid %d until `portwright sandbox "
                            "prune` removes the container", self.worktree, identity.uid)

@@ -6,7 +6,8 @@ machine's apt is already configured with, and ``docker import``. A Dockerfile in
 the downstream repo (``[sandbox] dockerfile``) is built ``FROM`` it with the docker
 SDK, tagged by the digest of its build context, so an unchanged Dockerfile is not
 rebuilt; the build log is kept beside the repo's state. :func:`prune_images` removes
-older builds (containers are pruned by :mod:`portwright.sandboxes.prune`).
+older builds (containers are pruned by :mod:`portwright.sandboxes.prune`; :func:`prune`
+here is what callers of the former place get).
 """
 
 from __future__ import annotations

@@ -240,6 +240,15 @@ def _unique(mounts: Iterable[Mount]) -> list[Mount]:
                   key=lambda m: (len(m.path.parts), str(m.path)))
 
 
+def repository_tops(worktree: Path, mounts: Iterable[Mount]) -> frozenset[str]:
+    """The worktree and the top folder of every repository mounted in it (the folders that
+    hold a read-only ``.git``)."""
+    worktree = worktree.resolve()
+    tops = {str(m.path.parent) for m in mounts if m.read_only and m.path.name == ".git"
+            and worktree in m.path.parents}
+    return frozenset(tops | {str(worktree)})
+
+
 def read_only_paths(mounts: Iterable[Mount]) -> frozenset[str]:
     """The paths of the read-only mounts: no command can change what is in them."""
     return frozenset(str(m.path) for m in mounts if m.read_only)

@@ -6,9 +6,13 @@ could leave a setuid-root binary for the next host user to run. Then commands ru
 :data:`UNPRIVILEGED_UID` instead (uid and gid), and the worktree is handed to that uid
 while the sandbox is open (:func:`hand_over`: what root owned is given to it) and given
 back when it closes (:func:`give_back`: what that uid owns — handed over or made by a
-command — is root's again). A run that crashed with its sandbox open leaves the worktree
-handed over; ``portwright sandbox prune`` gives it back (the container's labels carry the
-worktree and the :class:`Identity`), and so does the next sandbox on that worktree.
+command — is root's again). The top folder of the worktree, and of every repository
+nested in it, stays root's (host git refuses a repository whose top folder another uid
+owns, and the run's host side keeps using git while the sandbox is open): the commands'
+group is given it and may write in it instead (:class:`KeptFolder`). A run that crashed
+with its sandbox open leaves the worktree handed over; ``portwright sandbox prune`` gives
+it back (the container's labels carry the worktree, the :class:`Identity` and the kept
+folders), and so does the next sandbox on that worktree.
 
 Set-id bits are stripped from every file of the worktree after each command
 (:class:`SetidSweeper`) and on give-back: a binary a command marked setuid runs as its
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import logging
 import os
 import shutil
@@ -72,6 +77,29 @@ class Identity:
         except ValueError:
             return None
         return cls(uid, gid, owner_uid, owner_gid)
+
+
+@dataclass(frozen=True)
+class KeptFolder:
+    """A repository's top folder left to root while the sandbox is open: its group and mode
+    before the commands' group was let in."""
+
+    path: str
+    gid: int
+    mode: int
+
+
+def kept_label(kept: list[KeptFolder]) -> str:
+    """The kept folders as a container label keeps them (JSON)."""
+    return json.dumps([[k.path, k.gid, k.mode] for k in kept], separators=(",", ":"))
+
+
+def kept_from_label(text: str) -> list[KeptFolder]:
+    """The kept folders a :func:`kept_label` names (none when the text is not one)."""
+    try:
+        return [KeptFolder(str(path), int(gid), int(mode)) for path, gid, mode in json.loads(text)]
+    except (ValueError, TypeError):
+        return []
 
 
 def host_identity() -> Identity:
@@ -186,9 +214,10 @@ def _strip(path: str, st: os.stat_result, inside: _Inside) -> bool:
     return True
 
 
-def _chown(path: str, st: os.stat_result, inside: _Inside, uid: int, gid: int) -> bool:
-    """Change the owner of what ``path`` names, if it is still what ``st`` saw (a link
-    itself, not what it points at); True when changed."""
+def _change(path: str, st: os.stat_result, inside: _Inside, *, uid: int = -1, gid: int = -1,
+            mode: int | None = None) -> bool:
+    """Change the owner (and mode) of what ``path`` names, if it is still what ``st`` saw (a
+    link itself, not what it points at: links get no mode); True when changed."""
     if stat.S_ISLNK(st.st_mode):
         parent, _, name = path.rpartition("/")
         fd = inside.open(parent, os.O_PATH | os.O_DIRECTORY)
@@ -210,7 +239,10 @@ def _chown(path: str, st: os.stat_result, inside: _Inside, uid: int, gid: int) -
         if (now.st_ino, now.st_dev, now.st_uid, now.st_gid) != (st.st_ino, st.st_dev,
                                                                   st.st_uid, st.st_gid):
             return False
-        os.chown(f"/proc/self/fd/{fd}", uid, gid)
+        if uid != -1 or gid != -1:
+            os.chown(f"/proc/self/fd/{fd}", uid, gid)
+        if mode is not None:
+            Path(f"/proc/self/fd/{fd}").chmod(mode)
     except OSError as exc:
         logger.warning("could not change the owner of %s: %s", path, exc)
         return False
@@ -288,38 +320,53 @@ class SetidSweeper:
         return found
 
 
-def hand_over(worktree: Path, identity: Identity, skip: frozenset[str] = frozenset()) -> int:
-    """Give what root owns in the worktree to the commands' uid; the number changed.
+def hand_over(worktree: Path, identity: Identity, skip: frozenset[str] = frozenset(),
+              tops: frozenset[str] = frozenset()) -> list[KeptFolder]:
+    """Give what root owns in the worktree to the commands' uid, but the repositories' top
+    folders ``tops``: those stay root's, their group the commands' (with write); returns
+    the kept folders, for :func:`give_back`.
 
     A file with more than one hard link stays root's: its other names may lie outside the
     worktree (a package store, a compiler cache), which the commands must not write through
     it. Commands can still replace it (the folder is theirs), not write into it. Links stay
     root's too (the folder they are in decides who may replace them)."""
     if identity.uid == identity.owner_uid:
-        return 0
+        return []
     inside = _Inside(worktree)
     changed = 0
+    kept: list[KeptFolder] = []
     for path, st in _walk(worktree, skip):
         if st.st_uid != identity.owner_uid or stat.S_ISLNK(st.st_mode):
             continue
+        if path in tops and stat.S_ISDIR(st.st_mode):
+            mode = stat.S_IMODE(st.st_mode)
+            if _change(path, st, inside, gid=identity.gid, mode=mode | 0o070):
+                kept.append(KeptFolder(path, st.st_gid, mode))
+            continue
         if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
             continue  # its other names may lie outside the worktree (a store, a cache)
-        changed += _chown(path, st, inside, identity.uid, -1)
+        changed += _change(path, st, inside, uid=identity.uid)
     logger.info("handed %d entries of %s to uid %d", changed, worktree, identity.uid)
-    return changed
+    return kept
 
 
-def give_back(worktree: Path, identity: Identity, skip: frozenset[str] = frozenset()) -> int:
-    """Give what the commands' uid/gid own in the worktree back to its owner, set-id bits
-    stripped first; the number changed."""
+def give_back(worktree: Path, identity: Identity, skip: frozenset[str] = frozenset(),
+              kept: list[KeptFolder] | tuple[KeptFolder, ...] = ()) -> int:
+    """Give what the commands' uid/gid own in the worktree back to its owner, and the kept
+    folders their group and mode, set-id bits stripped first; the number changed."""
     inside = _Inside(worktree)
+    before = {k.path: k for k in kept}
     changed = 0
     for path, st in _walk(worktree, skip):
         _strip(path, st, inside)
+        folder = before.get(path)
+        if folder is not None and stat.S_ISDIR(st.st_mode):
+            changed += _change(path, st, inside, gid=folder.gid, mode=folder.mode)
+            continue
         uid = identity.owner_uid if st.st_uid == identity.uid != identity.owner_uid else -1
         gid = identity.owner_gid if st.st_gid == identity.gid != identity.owner_gid else -1
         if uid != -1 or gid != -1:
-            changed += _chown(path, st, inside, uid, gid)
+            changed += _change(path, st, inside, uid=uid, gid=gid)
     if changed:
         logger.info("gave %d entries of %s back to %d:%d", changed, worktree,
                     identity.owner_uid, identity.owner_gid)

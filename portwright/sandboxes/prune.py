@@ -30,13 +30,20 @@ from portwright.errors import SandboxError
 from portwright.sandboxes.docker import (
     LABEL_HOST,
     LABEL_IDENTITY,
+    LABEL_KEPT,
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_WORKTREE,
     docker_client,
     owner_alive,
 )
-from portwright.sandboxes.ownership import UNPRIVILEGED_UID, Identity, give_back
+from portwright.sandboxes.ownership import (
+    UNPRIVILEGED_UID,
+    Identity,
+    KeptFolder,
+    give_back,
+    kept_from_label,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +65,9 @@ class PruneReport(BaseModel):
     """Worktrees given back to their owner."""
 
 
-def _hands_back(labels: dict[str, str]) -> tuple[Path, Identity] | None:
-    """The worktree a container's labels say was handed over, and to whom it goes back."""
+def _hands_back(labels: dict[str, str]) -> tuple[Path, Identity, list[KeptFolder]] | None:
+    """The worktree a container's labels say was handed over, to whom it goes back, and the
+    folders that were kept."""
     identity = Identity.from_label(labels.get(LABEL_IDENTITY, ""))
     worktree = labels.get(LABEL_WORKTREE, "")
     if identity is None or not identity.mapped or UNPRIVILEGED_UID not in (identity.uid,
@@ -67,7 +75,7 @@ def _hands_back(labels: dict[str, str]) -> tuple[Path, Identity] | None:
         return None
     if not worktree.startswith("/") or worktree == "/":
         return None
-    return Path(worktree), identity
+    return Path(worktree), identity, kept_from_label(labels.get(LABEL_KEPT, "[]"))
 
 
 def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None,
@@ -93,7 +101,7 @@ def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None,
             raise SandboxError(f"the engine did not list the sandbox containers: {exc}",
                                fix="check the engine (`docker ps`) and try again") from exc
         held: set[str] = set()
-        given: list[tuple[Path, Identity]] = []
+        given: list[tuple[Path, Identity, list[KeptFolder]]] = []
         for summary in listed:
             labels = summary.get("Labels") or {}
             outcome = _prune_one(api, summary, all_runs=all_runs, report=report)
@@ -101,8 +109,8 @@ def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None,
                 held.add(labels.get(LABEL_WORKTREE, ""))
             elif outcome == "removed" and (back := _hands_back(labels)) is not None:
                 given.append(back)
-        for worktree, identity in given:
-            _give_back(worktree, identity, held, report)
+        for worktree, identity, kept in given:
+            _give_back(worktree, identity, kept, held, report)
     finally:
         api.timeout = saved
         if own:
@@ -144,7 +152,7 @@ def _prune_one(api: Any, summary: dict[str, Any], *, all_runs: bool,
     return "removed"
 
 
-def _give_back(worktree: Path, identity: Identity, held: set[str],
+def _give_back(worktree: Path, identity: Identity, kept: list[KeptFolder], held: set[str],
                report: PruneReport) -> None:
     if str(worktree) in held or not worktree.is_dir() or worktree.is_symlink():
         return
@@ -153,7 +161,9 @@ def _give_back(worktree: Path, identity: Identity, held: set[str],
                               f"{identity.owner_uid} (run `sudo portwright sandbox prune`)")
         return
     try:
-        give_back(worktree, identity)
+        give_back(worktree, identity, kept=[k for k in kept
+                                            if Path(k.path) == worktree
+                                            or worktree in Path(k.path).parents])
     except OSError as exc:
         report.skipped.append(f"worktree {worktree}: could not give it back: {exc}")
         return

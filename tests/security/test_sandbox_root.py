@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from portwright.sandboxes import read_log
+from portwright.sandboxes.ownership import UNPRIVILEGED_UID
 from tests.conftest import docker_engine_running
 from tests.sandboxes.conftest import (
     BACKENDS,
@@ -91,6 +92,23 @@ def test_no_setid_binary_and_ownership_restored(
     assert setid_files(wt) == []
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_host_git_works_while_the_worktree_is_handed_over(
+        backend: str, root_worktree: tuple[Path, Path, Path]) -> None:
+    """The run's host side keeps using git on the worktree while its sandbox is open: the
+    repository's top folder stays root's (git refuses one another uid owns)."""
+    base, wt, main = root_worktree
+    with new_sandbox(backend, wt, base, run_id="test-host-git", upstream=main) as sb:
+        assert sb.exec(["sh", "-c", "echo new > made.txt && mkdir -p d && echo x > d/y"]).ok
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=wt, capture_output=True,
+                                text=True, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
+                                                "HOME": str(base)})
+        assert status.returncode == 0, status.stderr
+        assert "?? made.txt" in status.stdout
+        assert (wt / "made.txt").stat().st_uid == UNPRIVILEGED_UID
+    assert (wt / "made.txt").stat().st_uid == 0
+
+
 @pytest.mark.bwrap
 @pytest.mark.parametrize("backend", [BACKENDS[0]])
 def test_bwrap_mounts_are_nosuid_nodev(backend: str,
@@ -128,7 +146,6 @@ def test_prune_gives_a_crashed_runs_worktree_back(
     import docker
 
     from portwright.sandboxes.docker import LABEL_RUN
-    from portwright.sandboxes.ownership import UNPRIVILEGED_UID
     from portwright.sandboxes.prune import prune
 
     base, wt, _ = root_worktree
@@ -144,7 +161,8 @@ def test_prune_gives_a_crashed_runs_worktree_back(
         assert proc.stdout.readline().strip() == str(UNPRIVILEGED_UID)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert wt.stat().st_uid == UNPRIVILEGED_UID  # the crash left it handed over
+        assert (wt / "hello.cpp").stat().st_uid == UNPRIVILEGED_UID  # left handed over
+        assert wt.stat().st_gid == UNPRIVILEGED_UID  # its top folder: the commands' group
         report = prune(client=client)
         assert run_id in report.removed
         assert str(wt) in report.restored
@@ -192,7 +210,6 @@ def test_bwrap_that_cannot_drop_root_refuses_and_says_why(backend: str,
     folder only root may enter (pytest's own base folder is one): it refuses to open rather
     than run the commands as root, and gives the worktree back."""
     from portwright.errors import SandboxError
-    from portwright.sandboxes.ownership import UNPRIVILEGED_UID
 
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
@@ -215,7 +232,6 @@ def test_host_walks_do_not_follow_a_folder_swapped_for_a_link(tmp_path: Path) ->
     import threading
 
     from portwright.sandboxes.ownership import (
-        UNPRIVILEGED_UID,
         Identity,
         give_back,
         hand_over,
