@@ -49,6 +49,9 @@ def test_cli_refuses_a_config_that_asks_for_no_isolation(tmp_path: Path) -> None
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "portwright.toml").write_text(
         '[upstream]\nsource = "../upstream"\n\n[sandbox]\nbackend = "local"\n')
+    git = ["git", "-C", str(repo), "-c", "user.name=T", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "config"], check=True)
     marker = tmp_path / "ran-on-the-host"
     refused = _portwright(repo, "sandbox", "exec", "--", "touch", str(marker))
     assert refused.returncode != 0
