@@ -260,10 +260,10 @@ def strip_setid(worktree: Path, skip: frozenset[str] = frozenset()) -> int:
 class SetidSweeper:
     """Strips set-id bits from a worktree after each command, as cheaply as its size allows.
 
-    A walk in Python costs about a microsecond or two per entry in interpreter overhead
-    on top of the ``lstat`` each entry needs; once the worktree has grown past
-    :data:`BIG_TREE` entries, ``find`` (same system calls, no interpreter) lists the set-id
-    files instead, for the price of starting it (a few milliseconds).
+    A walk in Python costs about 12 us an entry where it was measured (120 ms for 10,000
+    files; 0.02 ms for an empty worktree); once the worktree has grown past
+    :data:`BIG_TREE` entries, ``find`` (the same ``lstat`` calls, no interpreter: 60 ms for
+    10,000 files) lists the set-id files instead, for the price of starting it (~2 ms).
     """
 
     def __init__(self, worktree: Path, skip: frozenset[str] = frozenset()) -> None:
