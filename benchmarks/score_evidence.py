@@ -43,6 +43,7 @@ import real_repos  # noqa: E402
 from portwright.config import PortwrightConfig, UpstreamConfig  # noqa: E402
 from portwright.evidence.gap import scan_range  # noqa: E402
 from portwright.evidence.history import HistoryIndex  # noqa: E402
+from portwright.evidence.surface import enumerate_surface  # noqa: E402
 
 LABELS = HERE / "labels"
 RESULTS = HERE / "results" / "evidence_scores.json"
@@ -141,6 +142,109 @@ def _print_gap(result: dict[str, Any], verbose: bool) -> None:
         print(f"  confusion: {total['confusion']}")
 
 
+COMPATIBLE = {
+    "parameter": {"parameter"},
+    "branch": {"branch", "guard"},
+    "guard": {"guard", "branch"},
+    "error": {"raise", "throw", "assert"},
+    "dtype": {"dtype"},
+    "layout": {"layout", "dtype"},
+    "config": {"config", "env", "global", "context"},
+    "helper": {"helper"},
+    "test": {"test", "parametrize"},
+    "fixture": {"fixture", "test"},
+}
+
+
+def _where(anchor: str) -> tuple[str, int, int]:
+    """``path:10``, ``path:10-12`` or ``path`` (a whole file) → path, first, last line."""
+    anchor = anchor.rsplit("@", 1)[0]
+    path, _, lines = anchor.rpartition(":")
+    if not path or not lines.replace("-", "").isdigit():
+        return anchor, 0, 10**9
+    first, _, last = lines.partition("-")
+    return path, int(first), int(last or first)
+
+
+def _matches(label: dict[str, Any], item: dict[str, Any]) -> bool:
+    if item["kind"] not in COMPATIBLE[label["kind"]]:
+        return False
+    path, first, last = _where(label["anchor"])
+    got_path, got_line, _ = _where(item["anchor"])
+    return got_path == path and (first == 0 or first <= got_line <= last)
+
+
+def score_surface_one(label: dict[str, Any]) -> dict[str, Any]:
+    """Enumerate one labelled symbol and compare."""
+    up = real_repos.repo(label["repo"])
+    name = label.get("name", label["symbol"])
+    if up is None:
+        return {"surface": name, "skipped": f"no clone of {label['repo']}"}
+    try:
+        report = enumerate_surface(up, label["symbol"], label["sha"])
+    except Exception as exc:  # a failure to enumerate scores nothing found
+        items: list[dict[str, Any]] = []
+        error = f"{type(exc).__name__}: {exc}"
+    else:
+        items = [i.model_dump() for i in report.items if i.kind != "function"]
+        error = ""
+    labels = label["items"]
+    found = [lab for lab in labels if any(_matches(lab, it) for it in items)]
+    must = [lab for lab in labels if lab["must"]]
+    must_found = [lab for lab in found if lab["must"]]
+    right = [it for it in items if any(_matches(lab, it) for lab in labels)]
+    return {
+        "surface": name, "error": error, "labelled": len(labels), "found": len(found),
+        "recall": round(len(found) / len(labels), 3),
+        "must": len(must), "must_found": len(must_found),
+        "must_recall": round(len(must_found) / len(must), 3) if must else None,
+        "items": len(items), "precision": round(len(right) / len(items), 3) if items else None,
+        "missed": [f"{lab['kind']} {lab['anchor']} {lab['name']}" for lab in labels
+                   if lab not in found],
+        "noise": [f"{it['kind']} {it['anchor'].rsplit('@', 1)[0]} {it['name']}" for it in items
+                  if it not in right],
+    }
+
+
+def score_surface() -> dict[str, Any]:
+    results = []
+    for path in sorted((LABELS / "surface").glob("*.json")):
+        label = json.loads(path.read_text())
+        label["name"] = path.stem
+        results.append(score_surface_one(label))
+    scored = [r for r in results if "skipped" not in r]
+    total: dict[str, Any] | None = None
+    if scored:
+        labelled = sum(r["labelled"] for r in scored)
+        must = sum(r["must"] for r in scored)
+        items = sum(r["items"] for r in scored)
+        right = sum(round((r["precision"] or 0) * r["items"]) for r in scored)
+        found = sum(r["found"] for r in scored)
+        total = {"labelled": labelled, "recall": round(found / labelled, 3), "must": must,
+                 "must_recall": round(sum(r["must_found"] for r in scored) / must, 3),
+                 "items": items, "precision": round(right / items, 3) if items else None}
+    return {"surfaces": results, "total": total}
+
+
+def _print_surface(result: dict[str, Any], verbose: bool) -> None:
+    for one in result["surfaces"]:
+        if "skipped" in one:
+            print(f"surface {one['surface']}: skipped ({one['skipped']})")
+            continue
+        print(f"surface {one['surface']}: must {one['must_found']}/{one['must']}, all "
+              f"{one['found']}/{one['labelled']}, precision {one['precision']} of "
+              f"{one['items']} items {one['error']}")
+        if verbose:
+            for line in one["missed"]:
+                print(f"  missed {line}")
+            for line in one["noise"]:
+                print(f"  noise  {line}")
+    if result["total"]:
+        total = result["total"]
+        print(f"surface total: must {total['must_recall']:.0%} of {total['must']}, all "
+              f"{total['recall']:.0%} of {total['labelled']}, precision {total['precision']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=("gap", "surface"))
@@ -159,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "gap"):
             out["gap"] = score_gap(cache, args.pair)
             _print_gap(out["gap"], args.verbose)
+        if args.only in (None, "surface"):
+            out["surface"] = score_surface()
+            _print_surface(out["surface"], args.verbose)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     return 0
