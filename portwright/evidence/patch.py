@@ -7,18 +7,20 @@ Public API:
   against the empty tree; merges against their first parent)
 - ``range_patch(repo: Path, base: str, head: str) -> list[FilePatch]``
 - ``classify(path: str, path_kinds: Mapping[str, list[str]]) -> str`` (``source`` unless a
-  ``path_kinds`` glob matches)
+  ``path_kinds`` glob matches; :func:`portwright.pathkinds.classify`)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from portwright import globs
+from portwright.pathkinds import classify
 from portwright.vcs.plumbing import git
+
+__all__ = ["EMPTY_TREE", "FilePatch", "classify", "commit_patch", "parse_patch", "range_patch"]
 
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -40,15 +42,6 @@ class FilePatch:
     """``(old line number, text)`` of each removed line."""
     binary: bool = False
     """True when git saw binary content."""
-
-
-def classify(path: str, path_kinds: Mapping[str, list[str]]) -> str:
-    """The kind of ``path``: the first ``path_kinds`` entry with a matching glob, else
-    ``source``."""
-    for kind, patterns in path_kinds.items():
-        if globs.match_any(path, patterns):
-            return kind
-    return "source"
 
 
 def _unquote(raw: bytes) -> str:
