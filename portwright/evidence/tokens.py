@@ -54,6 +54,14 @@ _KEYWORDS_TEXT = """
     runtime_error invalid_argument out_of_range logic_error domain_error length_error
     bad_alloc unique_ptr shared_ptr make_unique make_shared toThrow toBeCloseTo toStrictEqual
     toHaveLength toContain beforeEach afterEach beforeAll afterAll
+    parseInt parseFloat isNaN isFinite decodeURI decodeURIComponent encodeURI
+    encodeURIComponent fromCharCode fromCodePoint charCodeAt codePointAt toString toLowerCase
+    toUpperCase hasOwnProperty indexOf lastIndexOf startsWith endsWith toFixed forEach
+    isArray prototype createRequire readFileSync writeFileSync setTimeout clearTimeout
+    RegExp Symbol WeakMap WeakSet Uint8Array Int32Array Float32Array ArrayBuffer
+    isinstance issubclass getattr setattr hasattr staticmethod classmethod NotImplemented
+    enumerate reversed sorted frozenset bytearray memoryview
+    unordered_map unordered_set string_view make_pair emplace_back push_back
 """
 KEYWORDS = frozenset(_KEYWORDS_TEXT.split())
 
