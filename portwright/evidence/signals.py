@@ -82,16 +82,25 @@ def _lines(text: str | None, path: str) -> list[Token]:
 
 
 def _type_only_lines(tokens_: list[Token]) -> set[int]:
-    """Lines that declare types only (``interface``, ``type X =``, ``import type``,
-    ``declare``, ``typedef``)."""
+    """Lines that declare types only: ``interface`` and ``type X =`` declarations (bodies
+    included), ``import type``, ``declare``, ``typedef``."""
     out: set[int] = set()
+    depth = 0
+    inside = False
     for index, token in enumerate(tokens_):
-        if index and tokens_[index - 1].line == token.line:
-            continue
+        first = not index or tokens_[index - 1].line != token.line
         following = tokens_[index + 1].text if index + 1 < len(tokens_) else ""
-        if token.text in _TYPE_ONLY or (token.text in ("import", "export") and
-                                        following == "type"):
+        word = following if token.text in ("export", "import") else token.text
+        if first and not inside and (word in _TYPE_ONLY or
+                                     (token.text == "import" and following == "type")):
+            inside, depth = True, 0
+        if inside:
             out.add(token.line)
+            depth += (token.text == "{") - (token.text == "}")
+            if depth <= 0 and (token.text in ("}", ";") or (
+                    index + 1 < len(tokens_) and tokens_[index + 1].line != token.line
+                    and depth == 0 and token.text != "{")):
+                inside = False
     return out
 
 
