@@ -21,6 +21,7 @@ from portwright.errors import ParityFileError, RevisionError, UsageError
 from portwright.vcs.plumbing import git, rev_parse
 
 if TYPE_CHECKING:
+    from portwright.evidence.history import HistoryIndex
     from portwright.project import Project
 
 _VERDICT_STYLE = {"landed": "green", "partial": "yellow", "missing": "red",
@@ -85,10 +86,15 @@ def gap(
         _gap_row(upstream, downstream, cfg, base, row, as_json)
         return
     head = to or cfg.upstream.branch
-    with _progress("indexing downstream history") as progress:
+    with _progress("reading upstream commits") as progress:
         task = progress.task_ids[0]
-        index = engine.downstream_index(proj, lambda n: progress.update(task, completed=n))
-        progress.update(task, description="judging upstream commits", completed=0)
+
+        def index() -> HistoryIndex:
+            progress.update(task, description="indexing downstream history")
+            built = engine.downstream_index(proj, lambda n: progress.update(task, completed=n))
+            progress.update(task, description="judging upstream commits", completed=0)
+            return built
+
         report = engine.scan_range(
             upstream, downstream, base, head, cfg, index=index, cache_dir=proj.gap_cache_dir,
             progress=lambda n, total: progress.update(task, completed=n, total=total))

@@ -278,6 +278,28 @@ def _declarations(tokens: list[Token]) -> list[Token]:
     return out
 
 
+_MODULE_PATH = re.compile(r"\A\.{0,2}/|\.(?:m?js|cjs|ts|json)\Z|\A[\w@.-]+/[\w@./-]+\Z")
+
+
+def _values(path: str, text: str) -> list[str]:
+    lexer_family = family(path, text) or "c"
+    tokens = lex(text, lexer_family, regex_literals=is_javascript(path, text))
+    if lexer_family == "python":
+        tokens = _drop_docstrings(tokens)
+    return [string_value(t) if t.kind != "number" else t.text for t in tokens
+            if t.kind in ("string", "template", "regex", "number")]
+
+
+def _new_values(path: str, old: str, new: str) -> bool:
+    """True when ``new`` holds a string or number literal that no run of ``old``'s literals
+    spells (module paths and ``use strict`` aside): a quick sign of behaviour."""
+    before = _values(path, old)
+    joined = "".join(before)
+    known = set(before)
+    return any(v not in known and v not in joined and v != "use strict" and
+               not _MODULE_PATH.search(v) for v in _values(path, new))
+
+
 def exported(path: str, text: str) -> set[str]:
     """The names a JavaScript / TypeScript module exports (``export …``, ``module.exports``,
     ``exports.x``)."""
@@ -356,6 +378,8 @@ def change_kind(path: str, old: str | None, new: str | None) -> str | None:
         return "empty file"
     if old is None or new is None:
         return None
+    if _new_values(path, old, new):
+        return None  # a new string or number: behaviour (quick, before normalising)
     before, after = normalised(path, old), normalised(path, new)
     if is_javascript(path, new) and exported(path, old) != exported(path, new):
         return None  # a name exported or withdrawn changes the API

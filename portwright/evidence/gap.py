@@ -25,7 +25,10 @@ signal was superseded takes the verdict of the commit that replaced it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,8 +48,8 @@ from portwright.evidence.history import HistoryIndex
 from portwright.evidence.judgement import decide
 from portwright.evidence.rows import row_evidence
 from portwright.evidence.signals import Signal, key
-from portwright.evidence.upstream import CommitFacts, analyse_range
-from portwright.project import Project
+from portwright.evidence.upstream import CACHE_VERSION, CommitFacts, analyse_range
+from portwright.project import Project, record_globs
 from portwright.vcs.plumbing import check_repo, git, rev_parse
 
 __all__ = ["ChangedFile", "CommitGap", "Evidence", "GapReport", "RowEvidence", "SymbolEvidence",
@@ -167,22 +170,66 @@ def _judge(facts: list[CommitFacts], view: Downstream,
     return [judged[f.sha] for f in facts]
 
 
+def _report_file(cache_dir: Path | None, key: list[str]) -> Path | None:
+    if cache_dir is None:
+        return None
+    digest = hashlib.sha1(json.dumps(key).encode()).hexdigest()[:20]
+    return cache_dir / f"report-{digest}.json"
+
+
+def _cached_report(path: Path | None) -> GapReport | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        return GapReport.model_validate_json(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        logger.warning("gap report cache %s is unreadable (%s)", path, exc)
+        return None
+
+
+def _save_report(path: Path | None, report: GapReport) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(report.model_dump_json(), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        logger.warning("cannot write the gap report cache %s: %s", path, exc)
+
+
 def scan_range(upstream: Path, downstream: Path, base: str, head: str, config: PortwrightConfig,
-               *, progress: Progress | None = None, index: HistoryIndex | None = None,
+               *, progress: Progress | None = None,
+               index: HistoryIndex | Callable[[], HistoryIndex] | None = None,
                cache_dir: Path | None = None) -> GapReport:
     """Judge every upstream commit in ``base..head`` against the downstream (see the module
-    docstring). ``cache_dir`` keeps the per-commit upstream analysis between runs."""
+    docstring). ``cache_dir`` keeps the per-commit upstream analysis between runs, and the
+    whole report for an unchanged downstream HEAD and config; ``index`` may be a function
+    that builds the history index, called only when something must be judged."""
     upstream = check_repo(upstream, "upstream checkout")
     downstream = check_repo(downstream, "downstream repository")
     base_sha, head_sha = rev_parse(upstream, base), rev_parse(upstream, head)
     up = config.upstream
+    key = [str(CACHE_VERSION), str(upstream), base_sha, head_sha, str(downstream),
+           rev_parse(downstream, "HEAD"), json.dumps(up.path_kinds), json.dumps(up.path_map),
+           json.dumps(record_globs(config))]
+    cache_file = _report_file(cache_dir, key)
+    cached = _cached_report(cache_file)
+    if cached is not None:
+        return cached
     facts = analyse_range(upstream, base_sha, head_sha, up.path_kinds, up.path_map, cache_dir)
-    index = index if index is not None else downstream_index(Project(downstream, config))
+    if index is None:
+        index = downstream_index(Project(downstream, config))
+    elif not isinstance(index, HistoryIndex):
+        index = index()
     view = Downstream(downstream, index, config)
     commits = _judge(facts, view, progress)
     logger.info("scanned %d upstream commits", len(commits))
-    return GapReport(upstream=str(upstream), downstream=str(downstream), base=base_sha,
-                     head=head_sha, downstream_head=view.tree.sha, commits=commits)
+    report = GapReport(upstream=str(upstream), downstream=str(downstream), base=base_sha,
+                       head=head_sha, downstream_head=view.tree.sha, commits=commits)
+    _save_report(cache_file, report)
+    return report
 
 
 def scan_commit(upstream: Path, downstream: Path, sha: str, config: PortwrightConfig, *,

@@ -134,6 +134,7 @@ def _regex_may_start(tokens: list[Token]) -> bool:
         previous.text not in (")", "]")
 
 
+@lru_cache(maxsize=65536)
 def string_value(token: Token) -> str:
     """What a string, template or regex token holds at run time, so that one text compares
     equal across quote styles and languages: quotes and prefixes dropped; in a plain string

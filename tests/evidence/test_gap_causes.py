@@ -137,3 +137,6 @@ def test_warm_rerun_reads_the_cache(pair: Any, tmp_path: Path,
 
     monkeypatch.setattr(upstream_room, "_stream", no_stream)
     assert _scan(pair, tmp_path / "cache") == cold
+    pair.down.commit("allow EOL too", {"tagport/tag.py": 'RE_TAG = "[<][?][\\s\\S]*?[?][>]"\n'})
+    (after,) = _scan(pair, tmp_path / "cache")  # a new downstream HEAD is judged again
+    assert after.verdict is Verdict.LANDED, after.reason
