@@ -150,3 +150,13 @@ def test_surface_detail_keeps_square_brackets(configured: Any) -> None:
     result = _run(configured, "surface", "src/heading.js:heading", "--at", "HEAD")
     assert result.exit_code == 0, result.output
     assert "state.sCount[startLine] - state.blkIndent >= 4" in result.stdout
+
+
+def test_evidence_commands_leave_no_untracked_files(configured: Any) -> None:
+    """The index and the gap cache live in the state folder, never in the repository (init
+    was not run here: nothing ignores a cache folder)."""
+    for args in (["gap"], ["gap", "--commit", configured.commits["partial"]],
+                 ["gap", "--row", "clamp"]):
+        result = _run(configured, *args)
+        assert result.exit_code == 0, result.output
+    assert configured.down.git("status", "--porcelain", "--untracked-files=all") == ""
