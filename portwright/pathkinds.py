@@ -45,7 +45,7 @@ ECOSYSTEMS: dict[str, dict[str, list[str]]] = {
                "appveyor.yml", ".appveyor.yml", "azure-pipelines.yml", ".buildkite/**",
                "Jenkinsfile", ".drone.yml", "codecov.yml", ".codecov.yml",
                ".pre-commit-config.yaml", ".readthedocs.y*ml", "renovate.json"],
-        "tooling": ["**/.*", "**/.*/**", "tools/**", "scripts/**", "script/**", "support/**",
+        "tooling": ["**/.*", "**/.*/**", "scripts/**", "script/**", "support/**",
                     "**/Vagrantfile"],
         "build": ["**/Dockerfile", "**/Dockerfile.*", "**/*.dockerfile", "**/docker-compose*.y*ml",
                   "**/*.nix", "**/flake.lock"],
