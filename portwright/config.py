@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from portwright.errors import ConfigError
+from portwright.pathkinds import default_path_kinds, merge_path_kinds
 
 CONFIG_FILE = "portwright.toml"
 ENV_PREFIX = "PORTWRIGHT_"
@@ -42,16 +43,17 @@ class UpstreamConfig(_Model):
     """The upstream revision that ``sync`` and ``gap`` scan towards by default."""
     path_map: dict[str, str] = Field(default_factory=dict)
     """Upstream path prefix → downstream path prefix, e.g. ``{"src/" = "lib/"}``."""
-    path_kinds: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "tests": ["test/**", "tests/**", "**/test_*.py", "**/*_test.*", "**/*.test.*",
-                      "**/*.spec.*", "**/fixtures/**"],
-            "docs": ["docs/**", "**/*.md", "**/*.rst", "**/*.txt"],
-            "build": [".github/**", "**/Makefile", "**/CMakeLists.txt", "**/*.toml",
-                      "**/*.cfg", "**/*.json", "**/*.yaml", "**/*.yml"],
-        }
-    )
-    """Glob patterns that classify an upstream path as tests, docs or build; the rest is source."""
+    path_kinds: dict[str, list[str]] = Field(default_factory=default_path_kinds)
+    """Glob patterns that classify an upstream path by kind: ``tests``, or a kind a port does
+    not carry (``build``, ``ci``, ``tooling``, ``bench``, ``demo``, ``docs``, ``dist``, ``types``,
+    ``config``); the rest is ``source``. The defaults know each ecosystem's tooling (see
+    :mod:`portwright.pathkinds`). A kind set here replaces that kind's defaults and is checked
+    before them; kinds not set keep theirs; ``source = [...]`` claims paths for source."""
+
+    @field_validator("path_kinds")
+    @classmethod
+    def _merge_path_kinds(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        return merge_path_kinds(value)
 
 
 class PinStoreKind(StrEnum):

@@ -30,6 +30,12 @@ def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """The regular expression of ``pattern`` (anchored at the end; a trailing ``/`` matches
+    everything below that folder)."""
+    return _compile(pattern + "**" if pattern.endswith("/") else pattern)
+
+
 def match(path: str, pattern: str) -> bool:
     """``src/a/b.py`` matches ``src/**``, ``**/*.py``, ``src/*/b.py``; a trailing ``/`` matches
     everything below that folder."""

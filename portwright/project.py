@@ -14,6 +14,7 @@ live in the state folder::
         projects/<name>-<hash>/                 $XDG_STATE_HOME/portwright, or
             runs/<run_id>/                      ~/.local/state/portwright)
             index/
+            gap/
             upstream/
 
 ``<hash>`` names the repository's git common directory, so every worktree of one
@@ -177,6 +178,11 @@ class Project:
     def index_dir(self) -> Path:
         """Cache of the downstream history index."""
         return self.state_dir / "index"
+
+    @property
+    def gap_cache_dir(self) -> Path:
+        """Cache of the gap scan's per-commit upstream analysis (keyed by sha)."""
+        return self.state_dir / "gap"
 
     # -- upstream --------------------------------------------------------------------------
 

@@ -8,19 +8,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from portwright.cli.common import console, emit_json, err_console, project
 from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError, RevisionError, UsageError
 from portwright.vcs.plumbing import git, rev_parse
 
+if TYPE_CHECKING:
+    from portwright.evidence.history import HistoryIndex
+    from portwright.project import Project
+
 _VERDICT_STYLE = {"landed": "green", "partial": "yellow", "missing": "red",
-                  "not_applicable": "dim"}
+                  "not_applicable": "dim", "uncertain": "magenta"}
 
 
 @contextmanager
@@ -40,6 +45,21 @@ def _pin(downstream: Path, cfg: PortwrightConfig, given: str | None) -> str:
     return read_pin(downstream, cfg)
 
 
+def _cell(text: object, style: str = "") -> Text:
+    """User text as a table cell: never read as rich markup (``state.sCount[startLine]``
+    stays whole)."""
+    return Text(str(text), style=style)
+
+
+def _table(title: str, *columns: tuple[str, int | None]) -> Table:
+    """A table that wraps instead of cutting: every column folds long words; a column with a
+    minimum width (a verdict, an anchor) keeps at least that many characters."""
+    table = Table(title=_cell(title), show_lines=False, expand=False)
+    for name, minimum in columns:
+        table.add_column(name, overflow="fold", min_width=minimum)
+    return table
+
+
 def gap(
     from_: Annotated[str | None, typer.Option(
         "--from", help="Upstream base revision (default: the recorded pin).")] = None,
@@ -47,41 +67,85 @@ def gap(
         "--to", help="Upstream head revision (default: upstream.branch).")] = None,
     row: Annotated[str | None, typer.Option(
         "--row", help="Check one parity row's upstream symbols instead of a range.")] = None,
+    commit: Annotated[str | None, typer.Option(
+        "--commit", help="Judge one upstream commit and show all its evidence.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Judge every upstream commit since the pin: landed, partial, missing or not applicable."""
+    """Judge every upstream commit since the pin: landed, partial, missing, not applicable or
+    uncertain."""
     from portwright.evidence import gap as engine
 
     proj = project()
     downstream, cfg = proj.root, proj.config
     upstream = engine.upstream_repo(proj)
+    if commit is not None:
+        _gap_commit(proj, upstream, commit, as_json)
+        return
     base = _pin(downstream, cfg, from_)
     if row is not None:
         _gap_row(upstream, downstream, cfg, base, row, as_json)
         return
     head = to or cfg.upstream.branch
-    with _progress("indexing downstream history") as progress:
+    with _progress("reading upstream commits") as progress:
         task = progress.task_ids[0]
-        index = engine.downstream_index(proj, lambda n: progress.update(task, completed=n))
-        progress.update(task, description="scanning upstream commits", completed=0)
+
+        def index() -> HistoryIndex:
+            progress.update(task, description="indexing downstream history")
+            built = engine.downstream_index(proj, lambda n: progress.update(task, completed=n))
+            progress.update(task, description="judging upstream commits", completed=0)
+            return built
+
         report = engine.scan_range(
-            upstream, downstream, base, head, cfg, index=index,
+            upstream, downstream, base, head, cfg, index=index, cache_dir=proj.gap_cache_dir,
             progress=lambda n, total: progress.update(task, completed=n, total=total))
     if as_json:
         emit_json(report)
         return
-    table = Table(title=f"gap {report.base[:10]}..{report.head[:10]}", show_lines=False)
-    for column in ("commit", "subject", "kinds", "verdict", "conf.", "why"):
-        table.add_column(column)
-    for commit in report.commits:
-        style = _VERDICT_STYLE[commit.verdict.value]
-        table.add_row(commit.sha[:10], commit.subject[:50], ",".join(commit.kinds),
-                      f"[{style}]{commit.verdict.value}[/]", f"{commit.confidence:.2f}",
-                      commit.reason)
+    table = _table(f"gap {report.base[:10]}..{report.head[:10]}", ("commit", 10),
+                   ("subject", None), ("verdict", 14), ("conf.", 5), ("why", None))
+    for item in report.commits:
+        style = _VERDICT_STYLE[item.verdict.value]
+        table.add_row(_cell(item.sha[:10]), _cell(item.subject),
+                      _cell(item.verdict.value, style), _cell(f"{item.confidence:.2f}"),
+                      _cell(item.reason))
     console.print(table)
     counts = report.counts()
     console.print(", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n) or
-                  "no upstream commits in this range")
+                  "no upstream commits in this range", markup=False)
+
+
+def _gap_commit(proj: Project, upstream: Path, sha: str, as_json: bool) -> None:
+    from portwright.evidence import gap as engine
+
+    result = engine.scan_commit(upstream, proj.root, sha, proj.config,
+                                index=engine.downstream_index(proj),
+                                cache_dir=proj.gap_cache_dir)
+    if as_json:
+        emit_json(result)
+        return
+    style = _VERDICT_STYLE[result.verdict.value]
+    console.print(Text.assemble((result.sha[:12], "bold"), " ", result.subject))
+    console.print(Text.assemble((result.verdict.value, style),
+                                f" ({result.confidence:.2f}): {result.reason}"))
+    files = _table("files", ("path", 20), ("kind", 6), ("status", 1), ("+/-", 5),
+                   ("no behaviour", None))
+    for changed in result.files:
+        files.add_row(_cell(changed.path), _cell(changed.kind), _cell(changed.status),
+                      _cell(f"+{changed.added_lines}/-{changed.removed_lines}"),
+                      _cell(changed.no_behaviour or ""))
+    console.print(files)
+    if not result.evidence:
+        console.print("no signal searched", markup=False)
+        return
+    evidence = _table("evidence", ("signal", None), ("kind", 7), ("carried", 7),
+                      ("where", 20), ("how", None))
+    for found in result.evidence:
+        where = f"{found.path}:{found.line}" if found.path and found.line else \
+            found.path or found.where
+        carried = "superseded" if found.superseded_by else "yes" if found.carried else "no"
+        evidence.add_row(_cell(found.signal), _cell(f"{found.kind} {found.strength}"),
+                         _cell(carried), _cell(where), _cell(found.note))
+    console.print(evidence)
 
 
 def _gap_row(upstream: Path, downstream: Path, cfg: PortwrightConfig, pin: str, row_id: str,
@@ -104,20 +168,24 @@ def _gap_row(upstream: Path, downstream: Path, cfg: PortwrightConfig, pin: str, 
     if as_json:
         emit_json({"row": row, "evidence": evidence})
         return
-    table = Table(title=f"row {row.id}: {row.title} ({row.status})")
-    for column in ("symbol", "upstream @ pin", "upstream @ head", "count changed since pin",
-                   "touched since pin", "downstream @ HEAD", "downstream history"):
-        table.add_column(column)
+    table = _table(f"row {row.id}: {row.title} ({row.status})", ("symbol", 8),
+                   ("upstream @ pin", 12), ("upstream @ head", 12),
+                   ("changed since pin", 10), ("touched since pin", 10),
+                   ("downstream @ HEAD", 12), ("downstream history", 10))
     for item in evidence.symbols:
+        changes = [sha[:10] for sha in item.upstream_changes]
+        if item.renamed_from:
+            changes.append("renamed from " + ", ".join(item.renamed_from))
         table.add_row(
-            item.symbol,
-            "\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_pin[:3]) or "-",
-            "\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_head[:3]) or "-",
-            "\n".join(sha[:10] for sha in item.upstream_changes[:3]) or "-",
-            "\n".join(sha[:10] for sha in item.upstream_touches[:3]) or "-",
-            "\n".join(f"{loc.text} {loc.path}:{loc.line}"
-                      for loc in item.downstream_at_head[:3]) or "-",
-            "\n".join(f"{c.sha[:10]} {c.delta:+d}" for c in item.downstream_history[:3]) or "-")
+            _cell(item.symbol),
+            _cell("\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_pin) or "-"),
+            _cell("\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_head) or "-"),
+            _cell("\n".join(changes) or "-"),
+            _cell("\n".join(sha[:10] for sha in item.upstream_touches) or "-"),
+            _cell("\n".join(f"{loc.text} {loc.path}:{loc.line}"
+                             for loc in item.downstream_at_head) or "-"),
+            _cell("\n".join(f"{c.sha[:10]} {c.delta:+d}" for c in item.downstream_history)
+                  or "-"))
     console.print(table)
 
 
@@ -140,13 +208,13 @@ def surface(
     if as_json:
         emit_json(report)
         return
-    table = Table(title=f"surface of {symbol} ({report.language}) at {report.rev[:10]}")
-    for column in ("kind", "name", "detail", "anchor"):
-        table.add_column(column)
+    table = _table(f"surface of {symbol} ({report.language}) at {report.rev[:10]}",
+                   ("kind", 9), ("name", None), ("detail", None), ("anchor", 14))
     for item in report.items:
-        table.add_row(item.kind, item.name, item.detail, item.anchor.rsplit("@", 1)[0])
+        table.add_row(_cell(item.kind), _cell(item.name), _cell(item.detail),
+                      _cell(item.anchor.rsplit("@", 1)[0]))
     console.print(table)
-    console.print(f"{len(report.items)} items; definition {report.definition}")
+    console.print(f"{len(report.items)} items; definition {report.definition}", markup=False)
 
 
 def _default_base(downstream: Path) -> str:
@@ -181,14 +249,14 @@ def trace(
     if as_json:
         emit_json(report)
         return
-    table = Table(title=f"names added in {report.base[:10]}..{report.head[:10]}, "
-                        f"traced to upstream {report.pin[:10]}")
-    for column in ("name", "added at", "status", "upstream", "upstream anchor"):
-        table.add_column(column)
+    table = _table(f"names added in {report.base[:10]}..{report.head[:10]}, traced to "
+                   f"upstream {report.pin[:10]}", ("name", None), ("added at", 12),
+                   ("status", 8), ("upstream", None), ("upstream anchor", 12))
     for item in report.items:
-        status = "[green]traced[/]" if item.status == "traced" else "[yellow]invented[/]"
-        table.add_row(item.name, item.downstream_anchor, status, item.upstream_name or "-",
-                      (item.upstream_anchor or "-").rsplit("@", 1)[0])
+        status = _cell(item.status, "green" if item.status == "traced" else "yellow")
+        table.add_row(_cell(item.name), _cell(item.downstream_anchor), status,
+                      _cell(item.upstream_name or "-"),
+                      _cell((item.upstream_anchor or "-").rsplit("@", 1)[0]))
     console.print(table)
     counts = report.counts()
     console.print(f"{counts['traced']} traced, {counts['invented']} invented")

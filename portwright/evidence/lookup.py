@@ -8,7 +8,8 @@
 - ``find_literal(text) -> list[Location]`` — verbatim occurrences of a string;
 - ``find_blob(sha) -> list[str]`` — paths whose content is that blob;
 - ``find_stem(path, path_map) -> list[str]`` — files whose canonical stem matches ``path``'s,
-  preferring the mapped folder.
+  preferring the mapped folder;
+- ``has_path``, ``blobs_of(path)``, ``text_files()``, ``line_set(paths)``.
 
 ``present_in_tree(repo, rev, needles, words=…) -> set[str]`` asks ``git grep`` instead, for a
 tree too large to hold or needed once.
@@ -22,7 +23,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -60,8 +61,10 @@ class TreeView:
                    if exclude is None or not exclude(path)]
         self.paths = [path for _, path in entries]
         self._blob_paths: dict[str, list[str]] = defaultdict(list)
+        self._path_blob: dict[str, str] = {}
         for blob, path in entries:
             self._blob_paths[blob].append(path)
+            self._path_blob[path] = blob
         contents = cat_blobs(repo, list(self._blob_paths))
         self._lines: dict[str, list[str]] = {}
         for blob, path in entries:
@@ -109,7 +112,25 @@ class TreeView:
 
     def has_path(self, path: str) -> bool:
         """True when ``path`` is a file of the tree."""
-        return path in self.paths
+        return path in self._path_blob
+
+    def blobs_of(self, path: str) -> set[str]:
+        """The blob of ``path`` (a set: empty when the tree has no such file)."""
+        blob = self._path_blob.get(path)
+        return {blob} if blob else set()
+
+    def text_files(self) -> Iterator[tuple[str, list[str]]]:
+        """``(path, lines)`` of every text file read."""
+        yield from self._lines.items()
+
+    def line_text(self, path: str, line: int) -> str:
+        """The text of one line (empty when out of range)."""
+        lines = self._lines.get(path, [])
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+    def line_set(self, paths: Iterable[str]) -> set[str]:
+        """The stripped lines of ``paths``."""
+        return {line.strip() for path in paths for line in self._lines.get(path, ())}
 
     def find_stem(self, path: str, path_map: Mapping[str, str]) -> list[str]:
         """Files whose canonical stem equals ``path``'s: the mapped path first, then the

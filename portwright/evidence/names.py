@@ -21,6 +21,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 _WORD_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z0-9])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _SEPARATORS_RE = re.compile(r"[^A-Za-z0-9]+")
@@ -45,6 +46,7 @@ def split_words(name: str) -> list[str]:
     return words
 
 
+@lru_cache(maxsize=65536)
 def canonical(name: str) -> str:
     """The key two spellings of one name share: its words joined by ``_``."""
     return "_".join(split_words(name))

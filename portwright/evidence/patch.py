@@ -7,18 +7,20 @@ Public API:
   against the empty tree; merges against their first parent)
 - ``range_patch(repo: Path, base: str, head: str) -> list[FilePatch]``
 - ``classify(path: str, path_kinds: Mapping[str, list[str]]) -> str`` (``source`` unless a
-  ``path_kinds`` glob matches)
+  ``path_kinds`` glob matches; :func:`portwright.pathkinds.classify`)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from portwright import globs
+from portwright.pathkinds import classify
 from portwright.vcs.plumbing import git
+
+__all__ = ["EMPTY_TREE", "FilePatch", "classify", "commit_patch", "parse_patch", "range_patch"]
 
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -40,15 +42,10 @@ class FilePatch:
     """``(old line number, text)`` of each removed line."""
     binary: bool = False
     """True when git saw binary content."""
-
-
-def classify(path: str, path_kinds: Mapping[str, list[str]]) -> str:
-    """The kind of ``path``: the first ``path_kinds`` entry with a matching glob, else
-    ``source``."""
-    for kind, patterns in path_kinds.items():
-        if globs.match_any(path, patterns):
-            return kind
-    return "source"
+    old_blob: str | None = None
+    """Blob before the change (``--full-index`` output; None for an added file)."""
+    new_blob: str | None = None
+    """Blob after the change (None for a deleted file)."""
 
 
 def _unquote(raw: bytes) -> str:
@@ -68,7 +65,7 @@ def parse_patch(lines: Iterable[bytes]) -> list[FilePatch]:
     for line in lines:
         line = line.rstrip(b"\n")
         if line.startswith(b"diff --git "):
-            current = FilePatch(path="")
+            current = FilePatch(path=_git_header_path(line))
             files.append(current)
             in_hunk = False
         elif current is None:
@@ -89,6 +86,15 @@ def parse_patch(lines: Iterable[bytes]) -> list[FilePatch]:
     return files
 
 
+def _git_header_path(line: bytes) -> str:
+    """The new path of a ``diff --git a/X b/Y`` line (the only name an empty file gets)."""
+    text = line.rstrip(b"\n").decode("utf-8", "surrogateescape")
+    cut = text.rfind(' "b/') if text.endswith('"') else text.rfind(" b/")
+    if cut < 0:
+        return ""
+    return _unquote(text[cut + 1:].encode("utf-8", "surrogateescape"))[2:]
+
+
 def _header_line(current: FilePatch, line: bytes) -> None:
     if line.startswith(b"--- ") and line[4:] != b"/dev/null":
         current.old_path = current.old_path or _unquote(line[4:])[2:]
@@ -106,6 +112,11 @@ def _header_line(current: FilePatch, line: bytes) -> None:
         current.old_path, current.status = _unquote(line[12:]), "R"
     elif line.startswith(b"rename to "):
         current.path = _unquote(line[10:])
+    elif line.startswith(b"index "):
+        old, _, new = line[6:].split(b" ", 1)[0].decode().partition("..")
+        zero = set("0")
+        current.old_blob = None if set(old) <= zero else old
+        current.new_blob = None if set(new) <= zero else new
     elif line.startswith(b"Binary files "):
         current.binary = True
         if not current.path:

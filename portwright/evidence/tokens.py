@@ -18,7 +18,12 @@ from __future__ import annotations
 import re
 
 IDENT_RE = re.compile(r"(?<![A-Za-z0-9_$])[A-Za-z_$][A-Za-z0-9_$]*")
-_STRING_RE = re.compile(r"""(?P<q>["'`])(?P<body>(?:\\.|(?!(?P=q)).){3,}?)(?P=q)""")
+_STRING_RE = re.compile(r'"(?P<d>(?:[^"\\\n]|\\.)*)"'
+                        r"|'(?P<s>(?:[^'\\\n]|\\.)*)'"
+                        r"|`(?P<b>(?:[^`\\]|\\.)*)`")
+"""A quoted string of any length, quotes paired from the left (a short string is matched too,
+so its closing quote never opens a "string" that runs to the next one); the alternatives do
+not overlap, so matching is linear."""
 _TEST_RES = (
     re.compile(r"\bdef\s+(test_?\w*)\s*\("),
     re.compile(r"\b(?:it|test|describe)\s*\(\s*(?P<q>['\"`])(?P<name>.+?)(?P=q)"),
@@ -49,6 +54,14 @@ _KEYWORDS_TEXT = """
     runtime_error invalid_argument out_of_range logic_error domain_error length_error
     bad_alloc unique_ptr shared_ptr make_unique make_shared toThrow toBeCloseTo toStrictEqual
     toHaveLength toContain beforeEach afterEach beforeAll afterAll
+    parseInt parseFloat isNaN isFinite decodeURI decodeURIComponent encodeURI
+    encodeURIComponent fromCharCode fromCodePoint charCodeAt codePointAt toString toLowerCase
+    toUpperCase hasOwnProperty indexOf lastIndexOf startsWith endsWith toFixed forEach
+    isArray prototype createRequire readFileSync writeFileSync setTimeout clearTimeout
+    RegExp Symbol WeakMap WeakSet Uint8Array Int32Array Float32Array ArrayBuffer
+    isinstance issubclass getattr setattr hasattr staticmethod classmethod NotImplemented
+    enumerate reversed sorted frozenset bytearray memoryview
+    unordered_map unordered_set string_view make_pair emplace_back push_back
 """
 KEYWORDS = frozenset(_KEYWORDS_TEXT.split())
 
@@ -70,7 +83,8 @@ def code_identifiers(text: str) -> list[str]:
 
 def string_literals(text: str) -> list[str]:
     """Contents of the quoted strings of ``text`` (three characters or more)."""
-    return [m.group("body") for m in _STRING_RE.finditer(text)]
+    bodies = (m.group("d") or m.group("s") or m.group("b") or "" for m in _STRING_RE.finditer(text))
+    return [body for body in bodies if len(body) >= 3]
 
 
 def test_blocks(text: str) -> list[str]:

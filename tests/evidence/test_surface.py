@@ -20,27 +20,31 @@ PYTHON_EXPECTED = {
     ("parameter", "weight", 19),
     ("parameter", "bias", 19),
     ("parameter", "eps", 19),
+    ("global", "DEFAULT_EPS", 19),       # the module constant eps defaults to
     ("parameter", "mode", 19),
     ("parameter", "dtype", 20),
     ("parameter", "inplace", 20),
     ("parameter", "config", 20),
     ("dtype", "float32", 20),            # the default dtype
-    ("branch", "mode", 22),              # mode must be affine or plain
+    ("guard", "mode not in ('affine', 'plain')", 22),
     ("raise", "ValueError", 23),         # unknown mode
-    ("branch", "inplace,x", 24),         # float16 upcast unless inplace
+    ("branch", "x.dtype == np.float16 and not inplace", 24),  # float16 upcast unless inplace
     ("dtype", "float16", 24),
+    ("dtype", ".astype()", 25),          # the cast
     ("dtype", "float32", 25),
     ("assert", "x.ndim >= 1", 26),
     ("helper", "_check_shape", 27),
     ("env", "STATS_STRICT", 28),
-    ("branch", "eps", 28),
+    ("guard", "os.environ.get('STATS_STRICT') == '1' and eps <= 0", 28),
     ("raise", "ValueError", 29),         # eps must be positive
     ("config", "config.norm_eps", 30),
-    ("branch", "mode", 34),              # affine mode
-    ("branch", "weight", 35),
+    ("branch", "mode == 'affine'", 34),  # affine mode
+    ("guard", "weight is None", 35),
     ("raise", "TypeError", 36),          # affine mode needs a weight
-    ("branch", "bias", 37),
-    ("branch", "dtype", 38),
+    ("branch", "bias is None", 37),
+    ("branch", "else: not (bias is None)", 37),
+    ("branch", "dtype != 'bfloat16'", 38),
+    ("branch", "else: not (dtype != 'bfloat16')", 38),
     ("dtype", "bfloat16", 38),
     ("helper", "_promote", 38),
     ("test", "tests/test_norm.py::test_layer_norm_modes", 9),
@@ -59,14 +63,17 @@ JS_EXPECTED = {
     ("parameter", "round", 7),
     ("parameter", "...extra", 7),
     ("helper", "checkFinite", 8),
-    ("branch", "width", 9),
+    ("guard", "width", 9),           # width <= 0 throws
     ("throw", "RangeError", 10),
     ("branch", "mode", 13),          # switch (mode)
     ("branch", "mode", 14),          # case "fit"
     ("branch", "mode", 17),          # case "fill"
+    ("branch", "mode", 20),          # default
     ("throw", "Error", 21),          # unknown mode
     ("branch", "minScale", 23),
+    ("branch", "else: not (scale < minScale)", 23),
     ("branch", "round", 24),
+    ("branch", "else: not (round)", 24),
     ("test", "computeScaleFactor > fits by default", 4),
     ("test", "computeScaleFactor > rejects a zero width", 7),
     ("test", "computeScaleFactor > modes > fill", 11),
@@ -148,8 +155,8 @@ def test_cpp_surface(upstream: Any) -> None:
     assert _found(report) == {
         ("function", "Scaler.scale", 3),
         ("parameter", "width", 3), ("parameter", "height", 3), ("parameter", "mode", 3),
-        ("branch", "width", 4), ("throw", "std::invalid_argument", 4),
-        ("branch", "mode", 5),
+        ("guard", "width", 4), ("throw", "std::invalid_argument", 4),
+        ("branch", "mode", 5), ("branch", "else: not (mode[0] == 'f')", 5),
         ("test", "Scaler.RejectsZeroWidth", 2),
     }
     params = {i.name: i.detail for i in report.of_kind("parameter")}

@@ -57,21 +57,25 @@ def test_typescript_method(upstream: Any) -> None:
                       "mode": 'default="fit"; annotation="fit" | "fill"'}
     assert [(i.name, i.anchor.split("@")[0]) for i in report.of_kind("throw")] == [
         ("RangeError", "src/resize.ts:4")]
-    assert [i.name for i in report.of_kind("branch")] == ["mode"]
+    assert [i.name for i in report.of_kind("guard")] == ["mode"]  # fill throws
+    assert [i.detail for i in report.of_kind("branch")] == ["height ?? width"]  # a default
     assert [i.name for i in report.of_kind("test")] == ["resizes"]
 
 
 def test_python_method_and_class(upstream: Any) -> None:
     forward = enumerate_surface(upstream.path, "Norm.forward", "HEAD")
     assert {(i.kind, i.name) for i in forward.items} >= {
-        ("parameter", "x"), ("parameter", "mode"), ("branch", "mode"),
+        ("parameter", "x"), ("parameter", "mode"), ("branch", "mode == 'rms'"),
         ("branch", "self.training"), ("raise", "NotImplementedError")}
     assert "self" not in {i.name for i in forward.of_kind("parameter")}
     assert [i.name for i in forward.of_kind("test")] == [
         "tests/test_unit.py::NormTests::test_forward"]
-    cls = enumerate_surface(upstream.path, "Norm", "HEAD")
+    cls = enumerate_surface(upstream.path, "Norm", "HEAD")  # a class: all its methods
     assert {i.name: i.detail for i in cls.of_kind("parameter")} == {
-        "dim": "required", "eps": "default=1e-06"}
+        "__init__: dim": "required", "__init__: eps": "default=1e-06",
+        "forward: x": "required", "forward: mode": "keyword-only; default='rms'"}
+    assert {i.name for i in cls.of_kind("branch") if i.name.startswith("mode")} == {
+        "mode == 'rms'"}  # returning a value: a mode, not a guard
 
 
 def test_missing_grammar_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,4 +116,5 @@ def test_arrow_function(make_repo: Any) -> None:
     assert {i.name: i.detail for i in report.of_kind("parameter")} == {
         "xs": "required", "size": "default=3", "step": "option; default=1"}
     assert [i.name for i in report.of_kind("throw")] == ["RangeError"]
-    assert [i.detail for i in report.of_kind("branch")] == ["size < 1", "xs.length > size"]
+    assert [i.detail.split(" throw")[0] for i in report.of_kind("guard")] == ["if (size < 1)"]
+    assert [i.detail for i in report.of_kind("branch")] == ["xs.length > size ? …", ": xs"]

@@ -1,0 +1,123 @@
+"""What surface enumeration missed on real model layers and parser rules, each on a small
+upstream built here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from portwright.cli import app
+from portwright.errors import UsageError
+from portwright.evidence.surface import SurfaceReport, enumerate_surface
+from tests.evidence.conftest import grammar_or_skip
+
+LAYER = '''import os
+import torch
+
+USE_FAST_PATH = os.environ.get("USE_FAST_PATH", "1") == "1"
+
+
+def _fused_kernel(x, scale):
+    return x * scale
+
+
+class Attention:
+    def __init__(self, config):
+        self.heads = config.num_heads
+        self.scale = getattr(config, "scale", None) or config.head_dim ** -0.5
+
+    def forward(self, x, context, cache=None):
+        orig_dtype = x.dtype
+        x = x.float()
+        if cache is not None and cache.slot == -1:
+            return x
+        slot = cache.slot if cache is not None else 0
+        if slot == -1:
+            x = x.transpose(1, 2).contiguous()
+        elif context.is_prefill:
+            x = _fused_kernel(x, self.scale)
+        else:
+            x = torch.zeros_like(x, dtype=torch.long)
+        if USE_FAST_PATH:
+            x = self._project(x)
+        return x.to(orig_dtype)
+
+    def _project(self, x):
+        return x
+'''
+RULE = '''export default function fence(state, startLine, endLine, silent) {
+  if (state.sCount[startLine] - state.blkIndent >= 4) { return false }
+  const marker = state.src.charCodeAt(state.bMarks[startLine])
+  if (marker !== 0x7E && marker !== 0x60) { return false }
+  if (silent) { return true }
+  state.line = startLine + 1
+  return true
+}
+'''
+
+
+@pytest.fixture
+def upstream(make_repo: Any) -> Any:
+    repo = make_repo("models")
+    repo.commit("layers and rules", {
+        "models/llama.py": LAYER,
+        "models/mistral.py": LAYER.replace("_fused_kernel", "_kernel"),
+        "lib/rules/fence.mjs": RULE,
+        "tests/test_llama.py": "from models import llama\n\n\ndef test_attention():\n"
+                               "    llama.Attention(None)\n",
+        "test/fixtures/fence.txt": "Fenced code\n.\n```\ncode\n```\n",
+        "test/fixtures/lists.txt": "- a list\n",
+    })
+    return repo
+
+
+def _items(report: SurfaceReport) -> set[tuple[str, str, int]]:
+    return {(i.kind, i.name, int(i.anchor.split("@")[0].rsplit(":", 1)[1]))
+            for i in report.items}
+
+
+def test_an_ambiguous_name_lists_the_candidates(upstream: Any) -> None:
+    with pytest.raises(UsageError, match="defined in 2 places") as info:
+        enumerate_surface(upstream.path, "Attention", "HEAD")
+    assert "models/llama.py::Attention" in info.value.message
+    assert "models/mistral.py::Attention" in info.value.message
+    result = CliRunner().invoke(app, ["-C", str(upstream.path), "surface", "Attention"])
+    assert result.exit_code != 0
+
+
+def test_a_class_covers_every_method_branch_and_read(upstream: Any) -> None:
+    report = enumerate_surface(upstream.path, "models/llama.py::Attention", "HEAD")
+    found = _items(report)
+    assert {("parameter", "__init__: config", 12), ("parameter", "forward: x", 16),
+            ("parameter", "forward: context", 16), ("parameter", "forward: cache", 16)} <= found
+    assert ("config", "config.num_heads", 13) in found
+    assert ("config", "config.scale", 14) in found  # read through getattr
+    assert ("branch", "getattr(config, 'scale', None) or config.head_dim ** (-0.5)", 14) in found
+    assert ("branch", "cache is not None and cache.slot == -1", 19) in found  # each reason
+    assert ("branch", "otherwise: not (cache is not None and cache.slot == -1)", 21) in found
+    assert {("branch", "cache is not None", 21),
+            ("branch", "else: not (cache is not None)", 21)} <= found
+    assert ("branch", "slot == -1", 22) in found                     # a local
+    assert ("branch", "context.is_prefill", 24) in found             # a context object
+    assert ("context", "context.is_prefill", 24) in found
+    assert ("branch", "else: not (context.is_prefill)", 26) in found  # the else arm
+    assert ("branch", "USE_FAST_PATH", 28) in found                  # a module flag
+    assert ("global", "USE_FAST_PATH", 28) in found
+    assert {("dtype", ".float()", 18), ("dtype", ".to()", 30),
+            ("dtype", "dtype=torch.long", 27)} <= found
+    assert {("layout", "transpose", 23), ("layout", "contiguous", 23)} <= found
+    assert {("helper", "_fused_kernel", 25), ("helper", "_project", 29)} <= found
+    assert [i.name for i in report.of_kind("test")] == ["tests/test_llama.py::test_attention"]
+
+
+def test_a_default_export_with_guards_and_fixtures(upstream: Any) -> None:
+    grammar_or_skip("javascript")
+    report = enumerate_surface(upstream.path, "lib/rules/fence.mjs::default", "HEAD")
+    assert report.items[0].name == "fence"
+    found = _items(report)
+    assert {("guard", "state,startLine", 2), ("guard", "marker !== 0x7E && marker !== 0x60", 4)
+            } <= found  # early return false: guards, not modes
+    assert ("branch", "silent", 5) in found  # silent mode returns true: a mode
+    assert [i.name for i in report.of_kind("fixture")] == ["test/fixtures/fence.txt"]
