@@ -1,9 +1,9 @@
 """The evidence key: a per-machine secret that signs every evidence record.
 
-Evidence records and logs live in the downstream worktree, which the sandbox mounts
-read-write: code running there could rewrite a record, its log and the log's sha256
-consistently. What it cannot do is sign the forgery, because the key lives outside any
-repository and outside every sandbox:
+Evidence records and logs live in the state folder, outside every sandbox; still, a
+record counts only when it carries a signature made with this key, which lives outside
+any repository and outside every sandbox, so a record written or edited by anyone else
+does not verify:
 
 1. ``$PORTWRIGHT_EVIDENCE_KEY`` (an absolute path), if set;
 2. else ``$XDG_STATE_HOME/portwright/evidence.key``;
@@ -15,9 +15,9 @@ creating it at once agree on one key and nobody reads a half-written one). A key
 folder that others can read or write, that another user owns, or that lies inside a git
 repository is refused with :class:`EvidenceKeyError`.
 
-The Docker sandbox never mounts the key's folder; the bubblewrap sandbox covers it with
-an empty tmpfs (:func:`portwright.sandboxes.mounts.masked_dirs`). The local sandbox is no
-isolation: commands in it can read the key.
+Neither the Docker sandbox nor bubblewrap's minimal view of the host shows the key's
+folder (:func:`portwright.sandboxes.mounts.masked_dirs` names it for any view that might).
+The local sandbox is no isolation: commands in it can read the key.
 """
 
 from __future__ import annotations
