@@ -55,12 +55,12 @@ _DTYPE_ARGS = frozenset({"dtype", "precise", "bits", "group_size", "out_dtype", 
 _LAYOUT = frozenset({"contiguous", "transpose", "permute", "reshape", "view", "swapaxes",
                      "moveaxis", "expand_dims", "squeeze", "unsqueeze", "flatten", "unflatten",
                      "as_strided", "broadcast_to", "movedim", "t", "mT", "T"})
-_GUARD_BODY = (ast.Return, ast.Raise, ast.Continue, ast.Break, ast.Pass)
+_GUARD_BODY = (ast.Return, ast.Continue, ast.Break, ast.Pass)
 
 
 def _is_guard(body: list[ast.stmt]) -> bool:
-    """A body that only rejects: ``raise``, ``continue``, ``break``, or ``return`` of nothing,
-    ``None`` or ``False`` (returning a value is a mode, not a guard)."""
+    """A body that only turns back early: ``continue``, ``break``, or ``return`` of nothing,
+    ``None`` or ``False`` (returning a value is a mode; raising is an error path)."""
     for statement in body:
         if not isinstance(statement, _GUARD_BODY):
             return False
@@ -131,6 +131,9 @@ class _Module:
             for target in targets:
                 if isinstance(target, ast.Name):
                     self.globals.setdefault(target.id, node.lineno)
+        self.modules = {(alias.asname or alias.name).split(".")[0] for node in tree.body
+                        if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names}
+        """Names bound by imports (``np``, ``torch``): a condition's modules are no reason."""
         self.imported = {alias.asname or alias.name for node in tree.body
                          if isinstance(node, ast.ImportFrom) and node.level > 0
                          for alias in node.names}
@@ -214,7 +217,7 @@ class _Visitor(ast.NodeVisitor):
                     self._in_test[id(part)] = True
 
     def add(self, kind: ItemKind, name: str, detail: str, line: int) -> None:
-        if (kind, name, line) not in self._seen:
+        if (kind, name, line) not in self._seen:  # one item per kind, name and line
             self._seen.add((kind, name, line))
             self.items.append(SurfaceItem(kind=kind, name=name, detail=detail,
                                           anchor=self.anchor(line)))
@@ -250,10 +253,23 @@ class _Visitor(ast.NodeVisitor):
                 for here, after in pairwise(block):
                     if isinstance(here, ast.If) and not here.orelse and \
                             not _is_guard(here.body) and _exits_somewhere(here.body):
-                        self.add("branch", f"otherwise: not ({_reasons(here.test)})",
-                                 "the statements after an if that can leave", after.lineno)
+                        self.add("branch", f"after {self._names(here.test)}",
+                                 f"otherwise: not ({_reasons(here.test)})", after.lineno)
 
     # -- branches --------------------------------------------------------------------
+
+    def _names(self, test: ast.expr) -> str:
+        """What a condition depends on: the names it reads (modules aside), ``self.x``
+        attributes included; the condition itself when it reads none."""
+        found: set[str] = set()
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name) and node.id not in self.module.modules:
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id == "self":
+                found.add(f"self.{node.attr}")
+        found.discard("self")
+        return ",".join(sorted(found)) or ast.unparse(test)
 
     def _else_line(self, node: ast.If | ast.For | ast.While | ast.Try) -> int:
         """The line of the ``else:`` of ``node`` (searched upwards from its first
@@ -271,9 +287,9 @@ class _Visitor(ast.NodeVisitor):
         guard = not node.orelse and _is_guard(node.body)
         if guard:
             exits = ast.unparse(node.body[0]).split("\n", 1)[0]
-            self.add("guard", reasons, f"if {reasons}: {exits}", node.lineno)
+            self.add("guard", self._names(node.test), f"{reasons}: {exits}", node.lineno)
         else:
-            self.add("branch", reasons, f"if {reasons}", node.lineno)
+            self.add("branch", self._names(node.test), reasons, node.lineno)
         self.visit(node.test)
         for statement in node.body:
             self.visit(statement)
@@ -281,31 +297,33 @@ class _Visitor(ast.NodeVisitor):
                 self.module.lines[node.orelse[0].lineno - 1].lstrip().startswith("elif"):
             self.visit(node.orelse[0])  # an elif: its own arm
         elif node.orelse:
-            self.add("branch", f"else: not ({reasons})", "else", self._else_line(node))
+            self.add("branch", f"not {self._names(node.test)}", f"else: not ({reasons})",
+                     self._else_line(node))
             for statement in node.orelse:
                 self.visit(statement)
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         reasons = _reasons(node.test)
-        self.add("branch", reasons, f"{ast.unparse(node.body)} if {reasons}", node.lineno)
-        self.add("branch", f"else: not ({reasons})", f"else {ast.unparse(node.orelse)}",
+        self.add("branch", self._names(node.test), reasons, node.lineno)
+        self.add("branch", f"not {self._names(node.test)}", f"else: not ({reasons})",
                  node.orelse.lineno)
         self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
         """``a or b`` outside a condition: ``b`` is a default when ``a`` is empty."""
         if isinstance(node.op, ast.Or) and not self._in_test.get(id(node)):
-            self.add("branch", ast.unparse(node), f"{ast.unparse(node.values[-1])} when "
+            self.add("branch", self._names(node), f"{ast.unparse(node.values[-1])} when "
                      f"{ast.unparse(node.values[0])} is empty", node.lineno)
         self.generic_visit(node)
 
     def visit_While(self, node: ast.While) -> None:
-        self.add("branch", _reasons(node.test), f"while {ast.unparse(node.test)}", node.lineno)
+        self.add("branch", self._names(node.test), f"while {_reasons(node.test)}",
+                 node.lineno)
         self.generic_visit(node)
 
     def visit_Match(self, node: ast.Match) -> None:
         for case in node.cases:
-            self.add("branch", f"{ast.unparse(node.subject)} is {ast.unparse(case.pattern)}",
+            self.add("branch", self._names(node.subject),
                      f"case {ast.unparse(case.pattern)}", case.pattern.lineno)
         self.generic_visit(node)
 

@@ -30,8 +30,15 @@ class Collector:
         self.params: list[str] = []
 
     def add(self, kind: ItemKind, name: str, detail: str, node: Any) -> None:
+        self._put(kind, name, detail, node_line(node))
+
+    def _put(self, kind: ItemKind, name: str, detail: str, line: int) -> None:
+        """One item per kind, name and line (a label the enumerator classifies once)."""
+        anchor = f"{self.path}:{line}@{self.sha}"
+        if any(i.kind == kind and i.name == name and i.anchor == anchor for i in self.items):
+            return
         self.items.append(SurfaceItem(kind=kind, name=name, detail=" ".join(detail.split()),
-                                      anchor=f"{self.path}:{node_line(node)}@{self.sha}"))
+                                      anchor=anchor))
 
     def parameter(self, node: Any) -> None:
         kind = node.type
@@ -108,7 +115,7 @@ class Collector:
                 condition = node.child_by_field_name("condition")
                 if condition is not None:
                     text = self._t(condition).strip("()")
-                    self.add("branch", self._used(text), f"while {text}", node)
+                    self.add("branch", self._used(text), text, node)
             elif kind == "switch_statement":
                 value = node.child_by_field_name("value") or node.child_by_field_name("condition")
                 text = self._t(value) if value is not None else ""
@@ -137,29 +144,29 @@ class Collector:
         consequence = node.child_by_field_name("consequence")
         alternative = node.child_by_field_name("alternative")
         if alternative is None and consequence is not None and _exits(consequence):
-            self.add("guard", self._used(text), f"if ({text}) {self._t(consequence)}", node)
+            self.add("guard", self._used(text), f"{text}: {self._t(consequence)}", node)
         else:
-            self.add("branch", self._used(text), f"if ({text})", node)
+            self.add("branch", self._used(text), text, node)
         if alternative is not None:
             chained = [c for c in alternative.named_children if c.type == "if_statement"]
             if not chained:  # a plain else (an else-if is an arm of its own)
-                self.add("branch", f"else: not ({text[:50]})", "else", alternative)
+                self.add("branch", f"not {self._used(text)}", f"else: not ({text})",
+                         alternative)
         elif consequence is not None and not _exits(consequence) and _leaves(consequence):
             after = node.next_named_sibling  # the implicit else: what runs when it did not leave
             while after is not None and after.type == "comment":
                 after = after.next_named_sibling
             if after is not None:
-                self.add("branch", f"otherwise: not ({text[:50]})",
-                         "the statements after an if that can leave", after)
+                self.add("branch", f"after {self._used(text)}", f"otherwise: not ({text})",
+                         after)
 
     def _ternary(self, node: Any) -> None:
         condition = node.child_by_field_name("condition")
         text = self._t(condition) if condition is not None else ""
-        self.add("branch", self._used(text), f"{text} ? …", node)
+        self.add("branch", self._used(text), text, node)
         alternative = node.child_by_field_name("alternative")
         if alternative is not None:
-            self.add("branch", f"else: not ({text[:50]})", f": {self._t(alternative)}",
-                     alternative)
+            self.add("branch", f"not {self._used(text)}", f"else: not ({text})", alternative)
 
     def _call(self, node: Any, own_name: str, module: ModuleFacts) -> None:
         callee = node.child_by_field_name("function")
@@ -187,8 +194,7 @@ class Collector:
         if line is None or text in self.params:
             return
         self.add("global", text, f"module-level {text} (set at line {line})", node)
-        self.items.append(SurfaceItem(kind="global", name=text, detail="its module-level value",
-                                      anchor=f"{self.path}:{line}@{self.sha}"))
+        self._put("global", text, "its module-level value", line)
 
     def _switch_subject(self, case: Any) -> str:
         parent = case.parent
@@ -250,8 +256,8 @@ def _leaves(node: Any) -> bool:
 
 
 def _exits(node: Any) -> bool:
-    """A guard's body: only a ``throw``, ``continue``, ``break``, or a ``return`` of nothing,
-    ``false``, ``null`` or ``undefined`` (returning a value is a mode, not a guard)."""
+    """A guard's body: only a ``continue``, ``break``, or a ``return`` of nothing, ``false``,
+    ``null`` or ``undefined`` (returning a value is a mode; throwing is an error path)."""
     statements = node.named_children if node.type == "statement_block" else [node]
     statements = [n for n in statements if n.type != "comment"]
     if len(statements) != 1:
@@ -260,7 +266,7 @@ def _exits(node: Any) -> bool:
     if only.type == "return_statement":
         values = [c for c in only.named_children if c.type != "comment"]
         return not values or values[0].type in ("false", "null", "undefined")
-    return only.type in ("continue_statement", "break_statement", "throw_statement")
+    return only.type in ("continue_statement", "break_statement")
 
 
 class ModuleFacts:

@@ -26,25 +26,25 @@ PYTHON_EXPECTED = {
     ("parameter", "inplace", 20),
     ("parameter", "config", 20),
     ("dtype", "float32", 20),            # the default dtype
-    ("guard", "mode not in ('affine', 'plain')", 22),
+    ("branch", "mode", 22),              # mode must be affine or plain
     ("raise", "ValueError", 23),         # unknown mode
-    ("branch", "x.dtype == np.float16 and not inplace", 24),  # float16 upcast unless inplace
+    ("branch", "inplace,x", 24),         # float16 upcast unless inplace
     ("dtype", "float16", 24),
     ("dtype", ".astype()", 25),          # the cast
     ("dtype", "float32", 25),
     ("assert", "x.ndim >= 1", 26),
     ("helper", "_check_shape", 27),
     ("env", "STATS_STRICT", 28),
-    ("guard", "os.environ.get('STATS_STRICT') == '1' and eps <= 0", 28),
+    ("branch", "eps", 28),
     ("raise", "ValueError", 29),         # eps must be positive
     ("config", "config.norm_eps", 30),
-    ("branch", "mode == 'affine'", 34),  # affine mode
-    ("guard", "weight is None", 35),
+    ("branch", "mode", 34),              # affine mode
+    ("branch", "weight", 35),
     ("raise", "TypeError", 36),          # affine mode needs a weight
-    ("branch", "bias is None", 37),
-    ("branch", "else: not (bias is None)", 37),
-    ("branch", "dtype != 'bfloat16'", 38),
-    ("branch", "else: not (dtype != 'bfloat16')", 38),
+    ("branch", "bias", 37),
+    ("branch", "not bias", 37),          # the else arm
+    ("branch", "dtype", 38),
+    ("branch", "not dtype", 38),
     ("dtype", "bfloat16", 38),
     ("helper", "_promote", 38),
     ("test", "tests/test_norm.py::test_layer_norm_modes", 9),
@@ -63,7 +63,7 @@ JS_EXPECTED = {
     ("parameter", "round", 7),
     ("parameter", "...extra", 7),
     ("helper", "checkFinite", 8),
-    ("guard", "width", 9),           # width <= 0 throws
+    ("branch", "width", 9),          # width <= 0 throws
     ("throw", "RangeError", 10),
     ("branch", "mode", 13),          # switch (mode)
     ("branch", "mode", 14),          # case "fit"
@@ -71,9 +71,9 @@ JS_EXPECTED = {
     ("branch", "mode", 20),          # default
     ("throw", "Error", 21),          # unknown mode
     ("branch", "minScale", 23),
-    ("branch", "else: not (scale < minScale)", 23),
+    ("branch", "not minScale", 23),  # the else arm
     ("branch", "round", 24),
-    ("branch", "else: not (round)", 24),
+    ("branch", "not round", 24),
     ("test", "computeScaleFactor > fits by default", 4),
     ("test", "computeScaleFactor > rejects a zero width", 7),
     ("test", "computeScaleFactor > modes > fill", 11),
@@ -155,8 +155,8 @@ def test_cpp_surface(upstream: Any) -> None:
     assert _found(report) == {
         ("function", "Scaler.scale", 3),
         ("parameter", "width", 3), ("parameter", "height", 3), ("parameter", "mode", 3),
-        ("guard", "width", 4), ("throw", "std::invalid_argument", 4),
-        ("branch", "mode", 5), ("branch", "else: not (mode[0] == 'f')", 5),
+        ("branch", "width", 4), ("throw", "std::invalid_argument", 4),
+        ("branch", "mode", 5), ("branch", "not mode", 5),
         ("test", "Scaler.RejectsZeroWidth", 2),
     }
     params = {i.name: i.detail for i in report.of_kind("parameter")}

@@ -78,6 +78,12 @@ def _items(report: SurfaceReport) -> set[tuple[str, str, int]]:
             for i in report.items}
 
 
+def _arms(report: SurfaceReport) -> set[tuple[str, str, int]]:
+    """``(kind, condition, line)`` of the branches and guards."""
+    return {(i.kind, i.detail, int(i.anchor.split("@")[0].rsplit(":", 1)[1]))
+            for i in report.items if i.kind in ("branch", "guard")}
+
+
 def test_an_ambiguous_name_lists_the_candidates(upstream: Any) -> None:
     with pytest.raises(UsageError, match="defined in 2 places") as info:
         enumerate_surface(upstream.path, "Attention", "HEAD")
@@ -94,16 +100,18 @@ def test_a_class_covers_every_method_branch_and_read(upstream: Any) -> None:
             ("parameter", "forward: context", 16), ("parameter", "forward: cache", 16)} <= found
     assert ("config", "config.num_heads", 13) in found
     assert ("config", "config.scale", 14) in found  # read through getattr
-    assert ("branch", "getattr(config, 'scale', None) or config.head_dim ** (-0.5)", 14) in found
-    assert ("branch", "cache is not None and cache.slot == -1", 19) in found  # each reason
-    assert ("branch", "otherwise: not (cache is not None and cache.slot == -1)", 21) in found
+    arms = _arms(report)
+    assert ("branch", "config.head_dim ** (-0.5) when getattr(config, 'scale', None) is empty",
+            14) in arms
+    assert ("branch", "cache is not None and cache.slot == -1", 19) in arms  # each reason
+    assert ("branch", "otherwise: not (cache is not None and cache.slot == -1)", 21) in arms
     assert {("branch", "cache is not None", 21),
-            ("branch", "else: not (cache is not None)", 21)} <= found
-    assert ("branch", "slot == -1", 22) in found                     # a local
-    assert ("branch", "context.is_prefill", 24) in found             # a context object
+            ("branch", "else: not (cache is not None)", 21)} <= arms
+    assert ("branch", "slot == -1", 22) in arms                      # a local
+    assert ("branch", "context.is_prefill", 24) in arms              # a context object
     assert ("context", "context.is_prefill", 24) in found
-    assert ("branch", "else: not (context.is_prefill)", 26) in found  # the else arm
-    assert ("branch", "USE_FAST_PATH", 28) in found                  # a module flag
+    assert ("branch", "else: not (context.is_prefill)", 26) in arms  # the else arm
+    assert ("branch", "USE_FAST_PATH", 28) in arms                   # a module flag
     assert ("global", "USE_FAST_PATH", 28) in found
     assert {("dtype", ".float()", 18), ("dtype", ".to()", 30),
             ("dtype", "dtype=torch.long", 27)} <= found
@@ -116,8 +124,8 @@ def test_a_default_export_with_guards_and_fixtures(upstream: Any) -> None:
     grammar_or_skip("javascript")
     report = enumerate_surface(upstream.path, "lib/rules/fence.mjs::default", "HEAD")
     assert report.items[0].name == "fence"
-    found = _items(report)
-    assert {("guard", "state,startLine", 2), ("guard", "marker !== 0x7E && marker !== 0x60", 4)
-            } <= found  # early return false: guards, not modes
-    assert ("branch", "silent", 5) in found  # silent mode returns true: a mode
+    arms = _arms(report)
+    assert {("guard", "state.sCount[startLine] - state.blkIndent >= 4: { return false }", 2),
+            ("guard", "marker !== 0x7E && marker !== 0x60: { return false }", 4)} <= arms
+    assert ("branch", "silent", 5) in arms  # silent mode returns true: a mode, not a guard
     assert [i.name for i in report.of_kind("fixture")] == ["test/fixtures/fence.txt"]
