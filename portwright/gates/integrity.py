@@ -56,17 +56,23 @@ def check_tamper(repo: Path, *, base: str | None, tests: list[str],
     Advisory (the gate passes, listing them) unless ``fail``."""
     name = BuiltinCheck.TAMPER.value
     skip = [*tests, *(ignore or [])]
+
+    def skipped(path: str) -> bool:
+        # test-runner infrastructure (a conftest.py, a .pth) is scanned even where the test
+        # globs would cover it: it is where a forged pass is planted
+        shown = _shown(path)
+        return match_any(shown, skip) and not is_protected(shown)
+
     try:
         base = _diff.default_base(repo, base)
         changes = [c for c in _diff.name_status(repo, base, exact=True)
-                   if c.status != "D" and not match_any(_shown(c.path), skip)
-                   and has_rules(c.path)]
+                   if c.status != "D" and not skipped(c.path) and has_rules(c.path)]
         paths: set[str] = set()
         for change in changes:
             paths.add(change.path)
-            if change.old_path is not None and not match_any(_shown(change.old_path), skip):
+            if change.old_path is not None and not skipped(change.old_path):
                 paths.add(change.old_path)  # a file moved out of the tests is new code
-        flags = tamper_flags(_diff.unified(repo, base, sorted(paths)), exclude=skip)
+        flags = tamper_flags(_diff.unified(repo, base, sorted(paths)))
     except UsageError as exc:
         return _usage(name, exc)
     scanned = len(changes)
