@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from portwright.cli.common import console, emit_json, err_console, project
+from portwright.cli.common import console, emit_json, err_console, project, revision
 from portwright.config import PortwrightConfig
-from portwright.errors import ParityFileError, RevisionError, UsageError
-from portwright.vcs.plumbing import git, rev_parse
+from portwright.errors import ParityFileError, RepositoryError, RevisionError, UsageError
+from portwright.vcs.plumbing import git, is_ancestor, rev_parse
 
 _VERDICT_STYLE = {"landed": "green", "partial": "yellow", "missing": "red",
                   "not_applicable": "dim"}
@@ -32,12 +33,36 @@ def _progress(description: str) -> Iterator[Progress]:
         yield progress
 
 
-def _pin(downstream: Path, cfg: PortwrightConfig, given: str | None) -> str:
-    if given:
-        return given
-    from portwright.parity.pin import read_pin
+def _pin(downstream: Path, cfg: PortwrightConfig, given: str | None, upstream: Path,
+         option: str) -> str:
+    """The upstream commit ``given`` with ``option`` names, else the recorded pin's."""
+    if given is not None:
+        return revision(upstream, given, option)
+    from portwright.parity.pin import resolve_pin
 
-    return read_pin(downstream, cfg)
+    return resolve_pin(downstream, cfg, upstream)
+
+
+def _head(upstream: Path, cfg: PortwrightConfig, to: str | None, base: str) -> str:
+    """``--to`` (or ``upstream.branch``), checked to descend from ``base``."""
+    head = revision(upstream, to, "--to") if to is not None else \
+        revision(upstream, cfg.upstream.branch, "upstream.branch")
+    if not is_ancestor(upstream, base, head):
+        raise RevisionError(
+            f"{to or cfg.upstream.branch!r} ({head[:12]}) does not descend from the base "
+            f"{base[:12]}: the range base..head would hold commits of another history",
+            file=upstream, key="--to" if to is not None else "upstream.branch",
+            fix="pass a --to that contains the pin (and a --from that is an ancestor of it)")
+    return head
+
+
+def _full_history(downstream: Path) -> None:
+    """Refuse a shallow downstream: its history is what shows a change already landed."""
+    if git(downstream, "rev-parse", "--is-shallow-repository").strip() == b"true":
+        raise RepositoryError(
+            "the downstream repository is a shallow clone: its history is cut off, so "
+            "changes that landed earlier would look missing", file=downstream,
+            fix=f"run `git fetch --unshallow` in {downstream}")
 
 
 def gap(
@@ -54,12 +79,14 @@ def gap(
 
     proj = project()
     downstream, cfg = proj.root, proj.config
+    proj.upstream()  # its errors name where upstream.source was set (file or variable)
     upstream = engine.upstream_repo(proj)
-    base = _pin(downstream, cfg, from_)
+    base = _pin(downstream, cfg, from_, upstream, "--from")
+    _full_history(downstream)
     if row is not None:
         _gap_row(upstream, downstream, cfg, base, row, as_json)
         return
-    head = to or cfg.upstream.branch
+    head = _head(upstream, cfg, to, base)
     with _progress("indexing downstream history") as progress:
         task = progress.task_ids[0]
         index = engine.downstream_index(proj, lambda n: progress.update(task, completed=n))
@@ -75,9 +102,9 @@ def gap(
         table.add_column(column)
     for commit in report.commits:
         style = _VERDICT_STYLE[commit.verdict.value]
-        table.add_row(commit.sha[:10], commit.subject[:50], ",".join(commit.kinds),
+        table.add_row(commit.sha[:10], escape(commit.subject[:50]), ",".join(commit.kinds),
                       f"[{style}]{commit.verdict.value}[/]", f"{commit.confidence:.2f}",
-                      commit.reason)
+                      escape(commit.reason))
     console.print(table)
     counts = report.counts()
     console.print(", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n) or
@@ -104,12 +131,12 @@ def _gap_row(upstream: Path, downstream: Path, cfg: PortwrightConfig, pin: str, 
     if as_json:
         emit_json({"row": row, "evidence": evidence})
         return
-    table = Table(title=f"row {row.id}: {row.title} ({row.status})")
+    table = Table(title=escape(f"row {row.id}: {row.title} ({row.status})"))
     for column in ("symbol", "upstream @ pin", "upstream @ head", "count changed since pin",
                    "touched since pin", "downstream @ HEAD", "downstream history"):
         table.add_column(column)
     for item in evidence.symbols:
-        table.add_row(
+        table.add_row(*(escape(cell) for cell in (
             item.symbol,
             "\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_pin[:3]) or "-",
             "\n".join(f"{loc.path}:{loc.line}" for loc in item.upstream_at_head[:3]) or "-",
@@ -117,7 +144,8 @@ def _gap_row(upstream: Path, downstream: Path, cfg: PortwrightConfig, pin: str, 
             "\n".join(sha[:10] for sha in item.upstream_touches[:3]) or "-",
             "\n".join(f"{loc.text} {loc.path}:{loc.line}"
                       for loc in item.downstream_at_head[:3]) or "-",
-            "\n".join(f"{c.sha[:10]} {c.delta:+d}" for c in item.downstream_history[:3]) or "-")
+            "\n".join(f"{c.sha[:10]} {c.delta:+d}" for c in item.downstream_history[:3])
+            or "-")))
     console.print(table)
 
 
@@ -134,19 +162,21 @@ def surface(
 
     proj = project()
     downstream, cfg = proj.root, proj.config
+    proj.upstream()  # its errors name where upstream.source was set (file or variable)
     upstream = upstream_repo(proj)
-    rev = _pin(downstream, cfg, at)
+    rev = _pin(downstream, cfg, at, upstream, "--at")
     report = enumerate_surface(upstream, symbol, rev, path_kinds=cfg.upstream.path_kinds)
     if as_json:
         emit_json(report)
         return
-    table = Table(title=f"surface of {symbol} ({report.language}) at {report.rev[:10]}")
+    table = Table(title=escape(f"surface of {symbol} ({report.language}) at {report.rev[:10]}"))
     for column in ("kind", "name", "detail", "anchor"):
         table.add_column(column)
     for item in report.items:
-        table.add_row(item.kind, item.name, item.detail, item.anchor.rsplit("@", 1)[0])
+        table.add_row(escape(item.kind), escape(item.name), escape(item.detail),
+                      escape(item.anchor.rsplit("@", 1)[0]))
     console.print(table)
-    console.print(f"{len(report.items)} items; definition {report.definition}")
+    console.print(f"{len(report.items)} items; definition {report.definition}", markup=False)
 
 
 def _default_base(downstream: Path) -> str:
@@ -175,9 +205,12 @@ def trace(
 
     proj = project()
     downstream, cfg = proj.root, proj.config
+    proj.upstream()  # its errors name where upstream.source was set (file or variable)
     upstream = upstream_repo(proj)
-    report = trace_changes(downstream, upstream, base or _default_base(downstream),
-                           _pin(downstream, cfg, pin), cfg)
+    start = revision(downstream, base, "--base") if base is not None else \
+        _default_base(downstream)
+    report = trace_changes(downstream, upstream, start,
+                           _pin(downstream, cfg, pin, upstream, "--pin"), cfg)
     if as_json:
         emit_json(report)
         return
@@ -187,8 +220,9 @@ def trace(
         table.add_column(column)
     for item in report.items:
         status = "[green]traced[/]" if item.status == "traced" else "[yellow]invented[/]"
-        table.add_row(item.name, item.downstream_anchor, status, item.upstream_name or "-",
-                      (item.upstream_anchor or "-").rsplit("@", 1)[0])
+        table.add_row(escape(item.name), escape(item.downstream_anchor), status,
+                      escape(item.upstream_name or "-"),
+                      escape((item.upstream_anchor or "-").rsplit("@", 1)[0]))
     console.print(table)
     counts = report.counts()
     console.print(f"{counts['traced']} traced, {counts['invented']} invented")
