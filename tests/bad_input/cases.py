@@ -22,6 +22,7 @@ CASES: list[Case] = [
     *cases_revisions.CASES,
     *cases_parity.CASES,
     *cases_repo.CASES,
+    *cases_repo.RUNS,
     *cases_sandbox.CASES,
 ]
 

@@ -96,3 +96,20 @@ CASES = [
          lambda w: w.write("AGENTS.md", "```toml portwright\n[[gate\n```\n"), commit=False,
          says=("AGENTS.md:2",)),
 ]
+
+
+# the commands of runs: an unknown run, a run id that is a path
+RUNS = [
+    Case("runs-list-ok", ("runs",), expect=0),
+    Case("runs-status-unknown", ("status", "nope"), says=("nope",)),
+    Case("runs-status-path", ("status", "../x"), says=("../x",)),
+    Case("runs-resume-unknown", ("resume", "nope"), says=("nope",)),
+    Case("runs-approve-unknown", ("approve", "nope"), says=("nope",)),
+    Case("runs-reject-unknown", ("reject", "nope", "-m", "no"), says=("nope",)),
+    Case("runs-log-unknown", ("log", "nope"), says=("nope",)),
+    Case("runs-report-unknown", ("report", "nope"), says=("nope",)),
+    Case("runs-run-unknown-row", ("run", "no-such-row"), says=("no-such-row",), json=False,
+         runs_left=True,
+         known="the row is looked up inside the cycle's prepare step: the run opens, then "
+               "ends blocked with exit 1 (cycle commands)"),
+]
