@@ -2,11 +2,14 @@
 
 Every component has one ``…Config`` model with ``extra="forbid"`` and a docstring
 under each field. ``load_config`` reads the file, applies ``PORTWRIGHT_*``
-environment overrides (``PORTWRIGHT_MODEL__NAME=gpt-4.1`` sets ``[model] name``;
-nested keys are joined with ``__``; values are parsed as TOML when they parse, as
-plain strings otherwise) and turns every validation error into a
-:class:`~portwright.errors.ConfigError` naming the file, line, key, what was
-expected and what was found.
+environment overrides (:mod:`portwright.environment`: ``PORTWRIGHT_MODEL__NAME=gpt-4.1``
+sets ``[model] name``; an unknown ``PORTWRIGHT_*`` name is an error) and turns every
+validation error into a :class:`~portwright.errors.ConfigError` naming the file, line,
+key (or the variable), what was expected and what was found.
+
+Values that cannot work are refused here, not discovered later (:mod:`portwright.values`):
+timeouts are finite and at least a second, sizes parse, paths stay inside the repository,
+globs and regular expressions are well formed, no float is ``inf`` or ``nan``.
 """
 
 from __future__ import annotations
@@ -19,17 +22,31 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
+from portwright import environment
+from portwright.config_errors import config_error, line_from_message, locate_key
 from portwright.errors import ConfigError
 from portwright.pathkinds import default_path_kinds, merge_path_kinds
+from portwright.values import MemorySize, RepoFile, RepoFolder, RepoGlob, Seconds, TmpfsSize
+
+__all__ = ["CONFIG_FILE", "PortwrightConfig", "load_config", "locate_key", "parse_config"]
 
 CONFIG_FILE = "portwright.toml"
-ENV_PREFIX = "PORTWRIGHT_"
+ENV_PREFIX = environment.PREFIX
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
+                              allow_inf_nan=False)
 
 
 class UpstreamConfig(_Model):
@@ -39,7 +56,7 @@ class UpstreamConfig(_Model):
     """Local path (relative to the downstream repo) or git URL of the upstream repository."""
     name: str = "upstream"
     """Display name used in reports and pull requests."""
-    branch: str = "HEAD"
+    branch: str = Field(default="HEAD", min_length=1)
     """The upstream revision that ``sync`` and ``gap`` scan towards by default."""
     path_map: dict[str, str] = Field(default_factory=dict)
     """Upstream path prefix → downstream path prefix, e.g. ``{"src/" = "lib/"}``."""
@@ -55,6 +72,18 @@ class UpstreamConfig(_Model):
     def _merge_path_kinds(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
         return merge_path_kinds(value)
 
+    @field_validator("source")
+    @classmethod
+    def _source_is_elsewhere(cls, value: str) -> str:
+        import posixpath
+
+        if not value.strip():
+            raise ValueError("empty: name the upstream checkout (a path or a git URL)")
+        if posixpath.normpath(value.strip()) == ".":
+            raise ValueError("names the downstream repository itself; the upstream is "
+                             "another repository")
+        return value
+
 
 class PinStoreKind(StrEnum):
     MARKDOWN = "markdown"
@@ -67,7 +96,7 @@ class PinConfig(_Model):
 
     store: PinStoreKind = PinStoreKind.MARKDOWN
     """Kind of file holding the pin: ``markdown``, ``yaml`` or ``toml``."""
-    file: str = "upstream-sync.md"
+    file: RepoFile = "upstream-sync.md"
     """Path of that file, relative to the downstream repo."""
     key: str = ""
     """For yaml/toml: key path to the sha, e.g. ``[0].commit`` or ``upstream.commit``."""
@@ -92,21 +121,32 @@ class PinConfig(_Model):
 class ArtifactsConfig(_Model):
     """Where the parity records live in the downstream repo."""
 
-    matrices: list[str] = Field(default_factory=lambda: ["docs/parity/*.md"])
-    """Glob patterns of coverage matrices (markdown tables)."""
-    ledger: str = "parity-ledger.md"
+    matrices: list[RepoGlob] = Field(default_factory=lambda: ["docs/parity/*.md"],
+                                     min_length=1)
+    """Glob patterns of coverage matrices (markdown tables); each must match a file."""
+    ledger: RepoFile = "parity-ledger.md"
     """The parity ledger: every introduced change against its upstream reference."""
-    inventory: str = "porting-inventory.md"
+    inventory: RepoFile = "porting-inventory.md"
     """The from-scratch inventory: code written without an upstream source."""
-    specs: str = "specs/"
+    specs: RepoFolder = "specs/"
     """Folder of committed row specs."""
     statuses: list[str] = Field(
         default_factory=lambda: ["missing", "partial", "in-progress", "ported", "deferred",
-                                 "not-applicable"]
+                                 "not-applicable"], min_length=1
     )
     """Status vocabulary of the matrices, in order; unknown statuses are an error."""
     done_statuses: list[str] = Field(default_factory=lambda: ["ported", "not-applicable"])
-    """Statuses that mean a row needs no more work."""
+    """Statuses that mean a row needs no more work (each one of ``statuses``)."""
+
+    @field_validator("done_statuses")
+    @classmethod
+    def _done_are_statuses(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        known = {s.lower() for s in info.data.get("statuses", [])}
+        unknown = [s for s in value if known and s.lower() not in known]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)} not among the statuses "
+                             f"({', '.join(info.data['statuses'])})")
+        return value
 
 
 class SandboxBackend(StrEnum):
@@ -124,22 +164,22 @@ class SandboxConfig(_Model):
     ``local`` (a plain subprocess: no isolation, only when asked for by name)."""
     image: str = "portwright/base:bookworm"
     """Docker image the sandbox runs; built offline by ``portwright sandbox base-image``."""
-    dockerfile: str | None = None
+    dockerfile: RepoFile | None = None
     """Optional Dockerfile in the downstream repo, built (and cached) instead of ``image``."""
     setup: list[str] = Field(default_factory=list)
     """Shell commands run once in a new sandbox before any gate (e.g. ``pip install -e .``)."""
-    memory: str = "2g"
-    """Memory limit (swap included), docker units: ``512m``, ``2g``."""
+    memory: MemorySize = "2g"
+    """Memory limit (swap included), docker units: ``512m``, ``2g`` (at least ``32m``)."""
     pids: int = Field(default=512, gt=0)
     """Maximum number of processes inside the sandbox."""
-    cpus: float = Field(default=2.0, gt=0)
+    cpus: float = Field(default=2.0, gt=0, le=1024)
     """CPU limit in cores."""
-    tmpfs_size: str = "256m"
+    tmpfs_size: TmpfsSize = "256m"
     """Size cap of the writable ``/tmp`` (counts against ``memory``)."""
     network: bool = False
     """Give the sandbox a network. Off by default; gates should not need it."""
-    timeout: float = Field(default=600.0, gt=0)
-    """Default timeout in seconds of one command."""
+    timeout: Seconds = 600.0
+    """Default timeout in seconds of one command (1 s to a week)."""
     output_cap: int = Field(default=256 * 1024 * 1024, gt=0)
     """Hard cap in bytes of one command's logged output; the command is killed beyond it."""
     tail_bytes: int = Field(default=16 * 1024, gt=0)
@@ -183,13 +223,13 @@ class ModelConfig(_Model):
     """Server URL, e.g. ``http://localhost:8000/v1`` for vLLM; unset means OpenAI."""
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable that holds the API key (never the key itself)."""
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: Seconds = 120.0
     """Seconds before one request times out."""
     max_retries: int = Field(default=3, ge=0)
     """Retries on 429 / 5xx / connection errors, done by the SDK with backoff."""
     cassette: str | None = None
     """For ``replay``: path of the cassette (JSONL) to play."""
-    temperature: float | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
     """Sampling temperature; unset leaves the server's default."""
     budget: ModelBudget = Field(default_factory=ModelBudget)
     """Per-run budget."""
@@ -264,6 +304,30 @@ class PortwrightConfig(_Model):
     ``projects/<name>-<hash>`` in it). An absolute path outside every repository: sandboxed
     commands can write the repository. Unset: ``$XDG_STATE_HOME/portwright`` or
     ``~/.local/state/portwright``; ``PORTWRIGHT_STATE_DIR`` sets it too."""
+    _env: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @field_validator("state_dir")
+    @classmethod
+    def _state_dir_absolute(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"must be an absolute path outside every repository, not "
+                             f"{value!r}")
+        if path.resolve() == Path("/"):
+            raise ValueError("must not be the filesystem root")
+        return value
+
+    def origin(self, key: str, file: Path | str) -> str:
+        """Where ``key`` (dotted) was set: ``environment variable PORTWRIGHT_…`` when an
+        override set it (or a table above it), else ``file``."""
+        parts = key.split(".")
+        for depth in range(len(parts), 0, -1):
+            name = self._env.get(".".join(parts[:depth]))
+            if name is not None:
+                return environment.where(name)
+        return str(file)
 
 
 def load_config(
@@ -295,118 +359,18 @@ def parse_config(
     try:
         parsed: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None) or _line_from_message(str(exc))
+        line = getattr(exc, "lineno", None) or line_from_message(str(exc))
         raise ConfigError(
             f"not valid TOML: {getattr(exc, 'msg', exc)}",
             file=path,
             line=line,
             fix="fix the TOML syntax at that line (strings need quotes, tables [brackets])",
         ) from exc
-    env_sources = _apply_env(parsed, os.environ if environ is None else environ)
+    env_sources = environment.overlay(parsed, os.environ if environ is None else environ,
+                                      PortwrightConfig.model_fields)
     try:
-        return PortwrightConfig.model_validate(parsed)
+        config = PortwrightConfig.model_validate(parsed)
     except ValidationError as exc:
-        raise _config_error(exc, path, text, env_sources) from exc
-
-
-def _line_from_message(message: str) -> int | None:
-    match = re.search(r"line (\d+)", message)
-    return int(match.group(1)) if match else None
-
-
-def _apply_env(data: dict[str, Any], environ: Mapping[str, str]) -> dict[tuple[str, ...], str]:
-    """Overlay ``PORTWRIGHT_SECTION__KEY`` variables onto ``data``; return where each came from."""
-    sources: dict[tuple[str, ...], str] = {}
-    for name, raw in sorted(environ.items()):
-        if not name.startswith(ENV_PREFIX) or name in {"PORTWRIGHT_HOME"}:
-            continue
-        keys = tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__") if part)
-        if not keys or keys[0] not in PortwrightConfig.model_fields:
-            continue
-        target = data
-        for key in keys[:-1]:
-            nested = target.setdefault(key, {})
-            if not isinstance(nested, dict):
-                break
-            target = nested
-        else:
-            target[keys[-1]] = _parse_env_value(raw)
-            sources[keys] = name
-    return sources
-
-
-def _parse_env_value(raw: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        return raw
-
-
-def _config_error(
-    exc: ValidationError, path: Path, text: str, env_sources: dict[tuple[str, ...], str]
-) -> ConfigError:
-    first = exc.errors()[0]
-    loc = tuple(str(part) for part in first["loc"])
-    key = ".".join(loc)
-    found = first.get("input")
-    message = first["msg"]
-    if first["type"] == "missing":
-        message = f"required key is missing ({key})"
-    elif first["type"] == "extra_forbidden":
-        message = f"unknown key {loc[-1]!r}"
-    else:
-        message = f"{message}; found {found!r}"
-    more = len(exc.errors()) - 1
-    if more:
-        message += f" (and {more} more error{'s' if more > 1 else ''})"
-    env_name = next((env for keys, env in env_sources.items() if loc[: len(keys)] == keys), None)
-    if env_name is not None:
-        return ConfigError(message, file=f"environment variable {env_name}", key=key,
-                           fix=f"correct or unset {env_name}")
-    return ConfigError(message, file=path, line=locate_key(text, loc), key=key,
-                       fix=_fix_for(first["type"], loc))
-
-
-def _fix_for(kind: str, loc: tuple[str, ...]) -> str:
-    section = ".".join(loc[:-1])
-    if kind == "missing":
-        where = f"under [{section}]" if section else "at the top"
-        return f"add `{loc[-1]} = ...` {where} (see `portwright init` for an example)"
-    if kind == "extra_forbidden":
-        valid = _valid_keys(loc[:-1])
-        return f"remove or rename it; valid keys here: {', '.join(valid)}"
-    return f"set `{loc[-1]}` to a valid value (the expected type is in the message)"
-
-
-def _valid_keys(section: tuple[str, ...]) -> list[str]:
-    model: type[BaseModel] = PortwrightConfig
-    for part in section:
-        field = model.model_fields.get(part)
-        annotation = field.annotation if field else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return []
-        model = annotation
-    return sorted(model.model_fields)
-
-
-def locate_key(text: str, loc: tuple[str, ...]) -> int | None:
-    """Best line for ``loc`` in TOML ``text``: the key's own line, else its table header."""
-    lines = text.splitlines()
-    header_re = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+")
-    key_re = re.compile(r"^\s*\"?([A-Za-z0-9_.-]+)\"?\s*=")
-    for depth in range(len(loc), 0, -1):
-        table, key = loc[: depth - 1], loc[depth - 1]
-        current: tuple[str, ...] = ()
-        for number, line in enumerate(lines, start=1):
-            header = header_re.match(line)
-            if header:
-                current = tuple(p.strip().strip('"') for p in header.group(1).split("."))
-                if current == loc[:depth]:
-                    return number
-                continue
-            match = key_re.match(line)
-            if match:
-                dotted = tuple(match.group(1).split("."))
-                if current + dotted[:-1] == table and dotted[-1] == key:
-                    return number
-    return None
+        raise config_error(exc, path, text, env_sources, PortwrightConfig) from exc
+    config._env = {".".join(keys): name for keys, name in env_sources.items()}
+    return config

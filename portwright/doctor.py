@@ -1,7 +1,9 @@
 """``portwright doctor``: is this machine and this repo ready for a run?
 
 Each check returns ok / warn / fail with the fix. ``fail`` means a run cannot
-work; ``warn`` means some commands can (gates, anchors, gap) but not all.
+work; ``warn`` means some commands can (gates, anchors, gap) but not all. A failure that
+comes from bad input (a config, rules, pin or repository a person must correct) says so
+(``bad_input``): the command then exits 2, like every other command on bad input.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from pathlib import Path
 from typing import Literal
 
 from portwright.config import PortwrightConfig, SandboxBackend, load_config
-from portwright.errors import PortwrightError
+from portwright.errors import PortwrightError, UsageError
 from portwright.project import Project
 from portwright.rules import load_rules
-from portwright.vcs.git import open_repo, resolve
+from portwright.vcs.git import open_repo
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -31,6 +33,13 @@ class Check:
     status: Status
     detail: str
     fix: str = ""
+    bad_input: bool = False
+    """The failure is bad input (a :class:`~portwright.errors.UsageError`)."""
+
+
+def _failed(name: str, exc: PortwrightError, prefix: str = "") -> Check:
+    return Check(name, "fail", prefix + str(exc).split("\n")[0], _fix_of(exc),
+                 bad_input=isinstance(exc, UsageError))
 
 
 def diagnose(repo: Path) -> list[Check]:
@@ -39,7 +48,7 @@ def diagnose(repo: Path) -> list[Check]:
     try:
         config = load_config(repo)
     except PortwrightError as exc:
-        checks.append(Check("config", "fail", str(exc).split("\n")[0], _fix_of(exc)))
+        checks.append(_failed("config", exc))
         return checks
     checks.append(Check("config", "ok", f"{repo / 'portwright.toml'} is valid"))
     probes: list[Callable[[Path, PortwrightConfig], Check]] = [_rules, _upstream, _pin,
@@ -48,8 +57,7 @@ def diagnose(repo: Path) -> list[Check]:
         try:
             checks.append(probe(repo, config))
         except PortwrightError as exc:
-            checks.append(Check(probe.__name__.strip("_"), "fail", str(exc).split("\n")[0],
-                                _fix_of(exc)))
+            checks.append(_failed(probe.__name__.strip("_"), exc))
     return checks
 
 
@@ -64,7 +72,7 @@ def _git(repo: Path) -> Check:
     try:
         open_repo(repo, what="the downstream repository")
     except PortwrightError as exc:
-        return Check("git", "fail", f"{version}; {str(exc).splitlines()[0]}", _fix_of(exc))
+        return _failed("git", exc, f"{version}; ")
     return Check("git", "ok", f"{version}; {repo} is a git repository")
 
 
@@ -85,11 +93,10 @@ def _upstream(repo: Path, config: PortwrightConfig) -> Check:
 
 
 def _pin(repo: Path, config: PortwrightConfig) -> Check:
-    from portwright.parity.pin import read_pin
+    from portwright.parity.pin import read_pin, resolve_pin
 
     pin = read_pin(repo, config)
-    upstream = Project(repo, config).upstream_repo()
-    sha = resolve(upstream, pin)
+    sha = resolve_pin(repo, config, Project(repo, config).upstream())
     return Check("pin", "ok", f"{config.pin.file}: {pin} → {sha[:12]} resolves upstream")
 
 

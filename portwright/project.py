@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from portwright.config import CONFIG_FILE, PortwrightConfig, load_config, parse_config
-from portwright.errors import ConfigError, RepositoryError
+from portwright.errors import ConfigError, RepositoryError, UsageError
 from portwright.vcs import plumbing
 from portwright.vcs.upstream import clone_or_fetch, is_url
 
@@ -94,8 +94,19 @@ class Project:
         """The project at ``root``; with ``at``, its config as committed at that revision."""
         root = root.resolve()
         env = dict(os.environ if environ is None else environ)
+        if not root.is_dir():
+            raise RepositoryError(
+                "is not a folder" if root.exists() else "does not exist", file=root,
+                key="--repo", fix="pass -C (--repo) the folder of the downstream repository")
         if at is None:
-            return cls(root, load_config(root, environ=env), None, env)
+            try:
+                return cls(root, load_config(root, environ=env), None, env)
+            except ConfigError as exc:
+                if (root / CONFIG_FILE).exists() or (root / CONFIG_FILE).is_symlink():
+                    raise
+                raise _why_no_config(root) or exc from exc
+        if plumbing.run(root, "rev-parse", "--is-bare-repository").stdout.strip() == b"true":
+            raise _bare(root)
         sha = plumbing.rev_parse(root, at)
         data = plumbing.show(root, sha, CONFIG_FILE)
         if data is None:
@@ -143,8 +154,7 @@ class Project:
         return self.state_dir / "worktrees" / run_id
 
     def _checked_state_base(self, configured: str) -> Path:
-        source = (f"environment variable {STATE_ENV}" if self.environ.get(STATE_ENV)
-                  else self.root / CONFIG_FILE)
+        source = self.config.origin("state_dir", self.root / CONFIG_FILE)
         base = Path(configured).expanduser()
         problem = None
         if not base.is_absolute():
@@ -194,12 +204,31 @@ class Project:
         if is_url(source):
             return clone_or_fetch(source, self.state_dir / "upstream", fetch=fetch)
         path = (self.main_root / source).resolve()
+        origin = self.config.origin("upstream.source", self.root / CONFIG_FILE)
+        problem = None
         if not path.exists():
+            problem = f"the upstream checkout {path} does not exist"
+        elif not path.is_dir():
+            problem = f"the upstream checkout {path} is not a folder"
+        elif self._same_repository(path):
+            problem = (f"{source!r} is the downstream repository itself (or a folder of it), "
+                       "not the upstream")
+        if problem is not None:
             raise RepositoryError(
-                "the upstream checkout does not exist", file=path, key="upstream.source",
-                fix="clone the upstream project there, or set upstream.source in "
-                    "portwright.toml")
+                problem, file=origin, key="upstream.source",
+                fix="clone the upstream project there, or point upstream.source at a clone "
+                    "of it (a path relative to this repository, or a git URL)")
         return path
+
+    def _same_repository(self, path: Path) -> bool:
+        """Whether ``path`` is the downstream repository or a plain folder of it (a
+        repository of its own nested inside, such as a submodule, is not)."""
+        if path in (self.root, self.main_root):
+            return True
+        if not (path.is_relative_to(self.root) or path.is_relative_to(self.main_root)):
+            return False
+        top = plumbing.run(path, "rev-parse", "--show-toplevel").stdout.decode().strip()
+        return not top or Path(top).resolve() in (self.root, self.main_root)
 
     def upstream_repo(self) -> git.Repo:
         """The upstream checkout opened with gitpython."""
@@ -228,3 +257,26 @@ class Project:
         out = plumbing.git(self.root, "diff", "--name-only", "-z", self.revision, "--",
                            CONFIG_FILE, "AGENTS.md", "**/AGENTS.md")
         return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
+def _bare(root: Path) -> RepositoryError:
+    return RepositoryError("a bare repository: it has no work tree (no files to check, no "
+                           "portwright.toml to read)", file=root,
+                           fix="run portwright in a clone with a work tree "
+                               f"(`git clone {root} <folder>`)")
+
+
+def _why_no_config(root: Path) -> UsageError | None:
+    """Why ``root`` has no portwright.toml, when git can tell: a bare repository, or a
+    folder below the top of the work tree."""
+    done = plumbing.run(root, "rev-parse", "--is-bare-repository", "--show-toplevel")
+    lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if lines[0] == "true":
+        return _bare(root)
+    top = Path(lines[1]).resolve() if done.returncode == 0 and len(lines) > 1 and lines[1] \
+        else None
+    if top is not None and top != root and (top / CONFIG_FILE).is_file():
+        return ConfigError(f"no portwright.toml here: {root} is a folder inside the "
+                           f"repository {top}", file=root / CONFIG_FILE,
+                           fix=f"run portwright from {top} (or pass -C {top})")
+    return None

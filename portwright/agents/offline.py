@@ -153,7 +153,14 @@ def load_cassette(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise CassetteMismatch(f"{path}: no such cassette; record one with --record {path}")
     entries: list[dict[str, Any]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = data[: exc.start].count(b"\n") + 1
+        raise CassetteMismatch(f"{path}:{where}: not UTF-8 text; a cassette is JSON lines "
+                               "written by --record") from exc
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -38,6 +38,7 @@ from portwright.errors import ConfinementError, PortwrightError, ToolError, Unsa
 from portwright.globs import match_any
 from portwright.protected import is_protected, protected_change
 from portwright.sandboxes.base import Sandbox
+from portwright.values import Seconds
 from portwright.vcs.git import open_repo
 
 logger = logging.getLogger(__name__)
@@ -329,8 +330,8 @@ class EditFileArgs(_Args):
 class RunCommandArgs(_Args):
     command: str = Field(min_length=1)
     """Shell command, run from the worktree root inside the run's sandbox."""
-    timeout: float | None = Field(default=None, gt=0)
-    """Seconds before the command is killed (capped by the run's limit)."""
+    timeout: Seconds | None = None
+    """Seconds before the command is killed (1 s or more; capped by the run's limit)."""
 
 
 class GapEvidenceArgs(_Args):

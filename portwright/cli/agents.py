@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
@@ -41,17 +42,19 @@ def model_check(
     from portwright.agents.llm import CompletionRequest, Message
     from portwright.agents.models import build_client, describe
     from portwright.agents.offline import ReplayModel, load_cassette
-    from portwright.errors import PortwrightError
+    from portwright.errors import PortwrightError, UsageError
 
     repo, cfg = repo_path(), config()
     endpoint = describe(cfg.model, repo)
     report: dict[str, Any] = {"endpoint": endpoint, "request": None}
-    failed = False
+    failed = bad_input = False
     if endpoint.cassette is not None:
         try:
             report["cassette_calls"] = len(load_cassette(Path(endpoint.cassette)))
-        except PortwrightError as exc:
-            report["error"], failed = str(exc), True
+        except PortwrightError as exc:  # an unreadable cassette is bad input
+            report["error"] = _error(exc, "set model.cassette to a cassette recorded with "
+                                          "--record (JSON lines)")
+            failed = bad_input = True
     if not offline and not failed:
         try:
             client = build_client(cfg.model, repo)
@@ -63,13 +66,20 @@ def model_check(
                                      "seconds": round(time.monotonic() - started, 3),
                                      "usage": done.usage}
         except PortwrightError as exc:
-            report["error"], failed = str(exc), True
+            report["error"], failed = _error(exc), True
+            bad_input = isinstance(exc, UsageError)
     if json:
         emit_json({"ok": not failed, **report})
     else:
         _print_model_check(report)
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(2 if bad_input else 1)
+
+
+def _error(exc: Exception, fix: str | None = None) -> dict[str, Any]:
+    """The JSON error object of a failed check."""
+    return {"type": type(exc).__name__, "message": str(exc).split("\n")[0],
+            "fix": getattr(exc, "fix", None) or fix}
 
 
 def _print_model_check(report: dict[str, Any]) -> None:
@@ -91,7 +101,10 @@ def _print_model_check(report: dict[str, Any]) -> None:
                       f"{(request['reply'] or '').strip()[:60]!r} "
                       f"({usage.prompt_tokens}+{usage.completion_tokens} tokens)")
     if "error" in report:
-        console.print(f"[red]error[/]     {report['error']}", soft_wrap=True)
+        error = report["error"]
+        console.print(f"[red]error[/]     {escape(error['message'])}", soft_wrap=True)
+        if error.get("fix"):
+            console.print(f"          fix: {escape(error['fix'])}", soft_wrap=True)
 
 
 @prompts_app.command("render")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.logging import RichHandler
@@ -50,15 +52,72 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry point: turns portwright's errors into messages and exit codes."""
+    """Console-script entry point: turns portwright's errors into messages and exit codes.
+
+    Exit codes: 0 ok, 1 a check failed or a run could not go on, 2 bad input (a
+    :class:`~portwright.errors.UsageError`, an unknown option), 128+N stopped by signal N
+    (Ctrl-C: 130, ``kill``: 143). With ``--json`` a failure also prints a JSON error
+    object on stdout. SIGTERM takes the path of Ctrl-C: a run marks itself
+    ``interrupted`` and its sandbox is removed before the process exits.
+    """
+    as_json = wants_json(sys.argv[1:])
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _stop)
     try:
-        app()
+        result = app(standalone_mode=False, prog_name="portwright")
+        if _STOPPED or result == 128 + signal.SIGINT:  # typer's answer to Ctrl-C
+            raise KeyboardInterrupt
+    except (typer.Abort, KeyboardInterrupt):
+        code = 128 + (_STOPPED[0] if _STOPPED else signal.SIGINT)
+        _fail(code, "interrupted", as_json, kind="interrupted", prefix="stopped")
+    except typer.TyperException as exc:  # a bad option or argument
+        if type(exc).__name__ == "NoArgsIsHelpError" and not as_json:
+            getattr(exc, "show", print)()  # `portwright` alone: the help
+            sys.exit(2)
+        context = getattr(exc, "ctx", None)
+        where = context.command_path if context is not None else "portwright"
+        message = getattr(exc, "format_message", exc.__str__)()
+        _fail(int(getattr(exc, "exit_code", 2)), message, as_json, kind="usage",
+              fix=f"see `{where} --help`")
     except UsageError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.render())}", highlight=False)
-        sys.exit(2)
+        _fail(2, exc.render(), as_json, kind=type(exc).__name__, error=exc)
     except RunFailure as exc:
-        err_console.print(f"[bold red]failed:[/] {escape(str(exc))}", highlight=False)
-        sys.exit(1)
+        _fail(1, getattr(exc, "message", None) or str(exc), as_json, kind=type(exc).__name__,
+              prefix="failed", fix=getattr(exc, "fix", None))
     except PortwrightError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        sys.exit(1)
+        _fail(1, str(exc), as_json, kind=type(exc).__name__)
+    sys.exit(result if isinstance(result, int) else 0)
+
+
+_STOPPED: list[int] = []
+"""The signal that stopped the process, once one did."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    """SIGINT and SIGTERM: stop like Ctrl-C does (``KeyboardInterrupt``, which closes
+    sandboxes and marks the run). Further signals are ignored so the clean-up runs to its
+    end; SIGKILL still ends the process."""
+    _STOPPED.append(signum)
+    for other in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(other, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def wants_json(argv: list[str]) -> bool:
+    """Whether ``--json`` was asked for (before a ``--`` that ends the options)."""
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    return "--json" in options
+
+
+def _fail(code: int, message: str, as_json: bool, *, kind: str, prefix: str = "error",
+          fix: str | None = None, error: UsageError | None = None) -> NoReturn:
+    """Print the failure (as a JSON error object too with ``--json``) and exit ``code``."""
+    if as_json:
+        payload: dict[str, Any] = {"type": kind, "message": message, "fix": fix}
+        if error is not None:
+            payload.update(message=error.message, file=error.file, line=error.line,
+                           key=error.key, fix=error.fix)
+        print(json.dumps({"ok": False, "exit_code": code, "error": payload}, indent=2))
+    tail = f"\n  fix: {fix}" if fix and error is None else ""
+    err_console.print(f"[bold red]{prefix}:[/] {escape(message + tail)}", highlight=False)
+    sys.exit(code)

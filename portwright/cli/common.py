@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from portwright.config import PortwrightConfig
     from portwright.project import Project
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(highlight=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 
 @dataclass
@@ -46,6 +46,18 @@ def project(*, committed: bool = False) -> Project:
         err_console.print(f"warning: {', '.join(drift)} differ from HEAD; this run obeys the "
                           "committed version (commit your edits to use them)", markup=False)
     return loaded
+
+
+def revision(repo: Path, rev: str, option: str) -> str:
+    """The commit sha ``rev`` (given with ``option``) names in ``repo``; the error names the
+    option."""
+    from portwright.errors import RevisionError
+    from portwright.vcs.plumbing import rev_parse
+
+    try:
+        return rev_parse(repo, rev)
+    except RevisionError as exc:
+        raise RevisionError(exc.message, file=exc.file, key=option, fix=exc.fix) from exc
 
 
 def emit_json(payload: Any) -> None:

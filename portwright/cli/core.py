@@ -59,9 +59,13 @@ def doctor(
     from portwright.doctor import diagnose
 
     checks = diagnose(repo_path())
-    failed = any(c.status == "fail" for c in checks)
+    failed = [c for c in checks if c.status == "fail"]
+    bad = next((c for c in failed if c.bad_input), None)
     if json:
-        emit_json({"ok": not failed, "checks": [asdict(c) for c in checks]})
+        payload: dict[str, object] = {"ok": not failed, "checks": [asdict(c) for c in checks]}
+        if bad is not None:
+            payload["error"] = {"check": bad.name, "message": bad.detail, "fix": bad.fix}
+        emit_json(payload)
     else:
         for check in checks:
             line = f"{_mark(check.status, 4)}  [bold]{check.name:<9}[/] {escape(check.detail)}"
@@ -69,7 +73,7 @@ def doctor(
             if check.fix and check.status != "ok":
                 console.print(f"{'':>4}  {'':<9} [dim]fix: {escape(check.fix)}[/]", soft_wrap=True)
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(2 if bad is not None else 1)
 
 
 @rules_app.command("check")
@@ -86,18 +90,15 @@ def rules_check(
     Also `additive = [globs]`, `[[seam]]`, `[[runtime]]` and `[spec]`.
     """
     from portwright.errors import RulesError
-    from portwright.rules import load_rules
+    from portwright.rules import RULES_NAME, load_rules
 
-    try:
-        rules = load_rules(repo_path())
-    except RulesError as exc:
-        if json:
-            emit_json({"ok": False, "error": {"file": exc.file, "line": exc.line,
-                                              "key": exc.key, "message": exc.message,
-                                              "fix": exc.fix}})
-            raise typer.Exit(1) from exc
-        raise
+    rules = load_rules(repo_path())
     gates = rules.gates()
+    if not gates:
+        raise RulesError("no gates declared: nothing would be checked",
+                         file=repo_path() / RULES_NAME,
+                         fix="add a ```toml portwright block with [[gate]] tables "
+                             "(`portwright init` writes one)")
     if json:
         emit_json({"ok": True, "files": [{"path": f.path, "sha256": f.sha256}
                                          for f in rules.files],
@@ -109,10 +110,9 @@ def rules_check(
         table.add_column(column)
     for gate in gates:
         kind = f"check {gate.spec.check}" if gate.spec.check else f"run {gate.spec.run}"
-        table.add_row(gate.name, escape(kind), ", ".join(gate.spec.phases),
-                      f"{gate.spec.timeout:g}s", ", ".join(gate.spec.paths) or "all", gate.source)
+        table.add_row(escape(gate.name), escape(kind), ", ".join(gate.spec.phases),
+                      f"{gate.spec.timeout:g}s", escape(", ".join(gate.spec.paths) or "all"),
+                      escape(gate.source))
     console.print(table)
     for rules_file in rules.files:
-        console.print(f"[dim]{rules_file.path}  sha256 {rules_file.sha256[:16]}…[/]")
-    if not gates:
-        console.print("[yellow]no gates declared[/]: add a ```toml portwright block")
+        console.print(f"[dim]{escape(rules_file.path)}  sha256 {rules_file.sha256[:16]}…[/]")

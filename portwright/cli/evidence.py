@@ -15,10 +15,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from portwright.cli.common import console, emit_json, err_console, project
+from portwright.cli.common import console, emit_json, err_console, project, revision
 from portwright.config import PortwrightConfig
-from portwright.errors import ParityFileError, RevisionError, UsageError
-from portwright.vcs.plumbing import git, rev_parse
+from portwright.errors import ParityFileError, RepositoryError, RevisionError, UsageError
+from portwright.vcs.plumbing import git, is_ancestor, rev_parse
 
 if TYPE_CHECKING:
     from portwright.evidence.history import HistoryIndex
@@ -37,12 +37,36 @@ def _progress(description: str) -> Iterator[Progress]:
         yield progress
 
 
-def _pin(downstream: Path, cfg: PortwrightConfig, given: str | None) -> str:
-    if given:
-        return given
-    from portwright.parity.pin import read_pin
+def _pin(downstream: Path, cfg: PortwrightConfig, given: str | None, upstream: Path,
+         option: str) -> str:
+    """The upstream commit ``given`` with ``option`` names, else the recorded pin's."""
+    if given is not None:
+        return revision(upstream, given, option)
+    from portwright.parity.pin import resolve_pin
 
-    return read_pin(downstream, cfg)
+    return resolve_pin(downstream, cfg, upstream)
+
+
+def _head(upstream: Path, cfg: PortwrightConfig, to: str | None, base: str) -> str:
+    """``--to`` (or ``upstream.branch``), checked to descend from ``base``."""
+    head = revision(upstream, to, "--to") if to is not None else \
+        revision(upstream, cfg.upstream.branch, "upstream.branch")
+    if not is_ancestor(upstream, base, head):
+        raise RevisionError(
+            f"{to or cfg.upstream.branch!r} ({head[:12]}) does not descend from the base "
+            f"{base[:12]}: the range base..head would hold commits of another history",
+            file=upstream, key="--to" if to is not None else "upstream.branch",
+            fix="pass a --to that contains the pin (and a --from that is an ancestor of it)")
+    return head
+
+
+def _full_history(downstream: Path) -> None:
+    """Refuse a shallow downstream: its history is what shows a change already landed."""
+    if git(downstream, "rev-parse", "--is-shallow-repository").strip() == b"true":
+        raise RepositoryError(
+            "the downstream repository is a shallow clone: its history is cut off, so "
+            "changes that landed earlier would look missing", file=downstream,
+            fix=f"run `git fetch --unshallow` in {downstream}")
 
 
 def _cell(text: object, style: str = "") -> Text:
@@ -77,15 +101,17 @@ def gap(
 
     proj = project()
     downstream, cfg = proj.root, proj.config
+    proj.upstream()  # its errors name where upstream.source was set (file or variable)
     upstream = engine.upstream_repo(proj)
     if commit is not None:
         _gap_commit(proj, upstream, commit, as_json)
         return
-    base = _pin(downstream, cfg, from_)
+    base = _pin(downstream, cfg, from_, upstream, "--from")
+    _full_history(downstream)
     if row is not None:
         _gap_row(upstream, downstream, cfg, base, row, as_json)
         return
-    head = to or cfg.upstream.branch
+    head = _head(upstream, cfg, to, base)
     with _progress("reading upstream commits") as progress:
         task = progress.task_ids[0]
 
@@ -202,8 +228,9 @@ def surface(
 
     proj = project()
     downstream, cfg = proj.root, proj.config
+    proj.upstream()  # its errors name where upstream.source was set (file or variable)
     upstream = upstream_repo(proj)
-    rev = _pin(downstream, cfg, at)
+    rev = _pin(downstream, cfg, at, upstream, "--at")
     report = enumerate_surface(upstream, symbol, rev, path_kinds=cfg.upstream.path_kinds)
     if as_json:
         emit_json(report)
@@ -243,9 +270,12 @@ def trace(
 
     proj = project()
     downstream, cfg = proj.root, proj.config
+    proj.upstream()  # its errors name where upstream.source was set (file or variable)
     upstream = upstream_repo(proj)
-    report = trace_changes(downstream, upstream, base or _default_base(downstream),
-                           _pin(downstream, cfg, pin), cfg)
+    start = revision(downstream, base, "--base") if base is not None else \
+        _default_base(downstream)
+    report = trace_changes(downstream, upstream, start,
+                           _pin(downstream, cfg, pin, upstream, "--pin"), cfg)
     if as_json:
         emit_json(report)
         return

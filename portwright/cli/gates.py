@@ -5,12 +5,16 @@ Exit codes: 0 every gate passed, 1 a gate failed, 2 bad input.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from portwright.cli.common import console, emit_json, err_console, project
+from portwright.cli.common import console, emit_json, err_console, project, revision
+
+if TYPE_CHECKING:
+    from portwright.project import Project
+    from portwright.rules import Phase
 
 gates_app = typer.Typer(help="Run the gates of the rules.", no_args_is_help=True)
 
@@ -18,6 +22,29 @@ gates_app = typer.Typer(help="Run the gates of the rules.", no_args_is_help=True
 def register(app: typer.Typer) -> None:
     """Add this room's commands to ``app``."""
     app.add_typer(gates_app, name="gates")
+
+
+def _check_request(proj: Project, phase: Phase, only: list[str]) -> None:
+    """Refuse, before a run is opened, what cannot give a meaningful result: a phase no gate
+    guards (it would pass on nothing), a gate name that does not exist, an evidence key
+    that cannot be used."""
+    from portwright.errors import RulesError
+    from portwright.rules import RULES_NAME
+    from portwright.runs.keys import evidence_key
+
+    gates = proj.rules().gates()
+    if not any(phase in g.spec.phases for g in gates):
+        raise RulesError(
+            f"no gate guards phase {phase.value!r}: the phase would pass having checked "
+            "nothing", file=proj.root / RULES_NAME,
+            fix=f"add {phase.value!r} to the phases of the gates that must pass before it "
+                "(and commit AGENTS.md)")
+    unknown = sorted(set(only) - {g.name for g in gates} - {g.spec.name for g in gates})
+    if unknown:
+        raise RulesError(f"no gate named {', '.join(map(repr, unknown))}",
+                         file=proj.root / RULES_NAME, key="--only",
+                         fix="see the gates with `portwright rules check`")
+    evidence_key()
 
 
 @gates_app.command("run")
@@ -51,9 +78,14 @@ def gates_run(
         raise RulesError(f"unknown phase {phase!r}",
                          fix=f"use one of: {', '.join(p.value for p in Phase)}") from exc
     proj = project(committed=True)
+    _check_request(proj, chosen, only or [])
+    if run_id is not None:
+        proj.store(run_id)  # refuses an id that is not one (empty, a path, hidden)
+    if base is not None:
+        revision(proj.root, base, "--base")
+    start = default_base(proj.root, base)
     with open_run(proj, f"gates run --phase {chosen.value}", run_id=run_id, prefix="gates",
                   allow_local=allow_local) as run:
-        start = default_base(proj.root, base)
         changed = [c.path for c in name_status(proj.root, start)]
         selected = run.rules.gates_for(chosen, changed)
         if only:

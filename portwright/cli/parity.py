@@ -6,16 +6,20 @@ Heavy imports happen inside the commands so ``portwright rows`` starts fast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from portwright.cli.common import config, console, emit_json, err_console, project, repo_path
-
-if TYPE_CHECKING:
-
-
-    pass
+from portwright.cli.common import (
+    config,
+    console,
+    emit_json,
+    err_console,
+    project,
+    repo_path,
+    revision,
+)
 
 anchors_app = typer.Typer(help="Check and re-locate upstream anchors.", no_args_is_help=True)
 ledger_app = typer.Typer(help="Check the parity ledger and the inventory.", no_args_is_help=True)
@@ -48,9 +52,10 @@ def rows(
         wanted = {s.lower() for s in status}
         unknown = sorted(wanted - {s.lower() for s in cfg.artifacts.statuses})
         if unknown:
-            err_console.print(f"[bold red]error:[/] unknown status {', '.join(unknown)}; "
-                              f"use one of: {', '.join(cfg.artifacts.statuses)}")
-            raise typer.Exit(2)
+            from portwright.errors import UsageError
+
+            raise UsageError(f"unknown status {', '.join(unknown)}", key="--status",
+                             fix=f"use one of: {', '.join(cfg.artifacts.statuses)}")
         found = [r for r in found if r.status.lower() in wanted]
     if open_only:
         found = [r for r in found if r.status not in cfg.artifacts.done_statuses]
@@ -69,7 +74,8 @@ def rows(
         table.add_column(column)
     table.add_column("where", overflow="fold")
     for row in found:
-        table.add_row(row.id, row.status, row.title, row.spec or "-", f"{row.file}:{row.line}")
+        table.add_row(*(escape(cell) for cell in (row.id, row.status, row.title, row.spec or "-",
+                                                  f"{row.file}:{row.line}")))
     console.print(table)
     console.print(f"[dim]{len(found)} row(s)[/]")
 
@@ -98,7 +104,10 @@ def anchors_check(
     from portwright.gates.checks import check_anchors
 
     proj = project()
-    verdict = check_anchors(proj.root, proj.config, proj.upstream_repo(), at=at)
+    upstream = proj.upstream_repo()
+    if at is not None:
+        revision(proj.upstream(), at, "--at")
+    verdict = check_anchors(proj.root, proj.config, upstream, at=at, strict=True)
     _report("anchors", verdict.passed, verdict.messages, json)
 
 
@@ -114,16 +123,18 @@ def anchors_remap(
     """Re-locate the anchors of specs and ledger at a new upstream revision, by content.
 
     Each anchor's cited lines are looked up at --to (following renames); anchors found once
-    are rewritten in place (only their own bytes) and each spec's pin moves to --to; the
-    others are reported. Exit 1 when some could not be placed.
+    are rewritten in place (only their own bytes) and each spec's pin moves to --to. When
+    some cannot be placed nothing is written: they are reported, and the exit code is 1.
     """
     from portwright.parity.remap import remap_records
 
     proj = project()
-    report = remap_records(proj.root, proj.config, proj.upstream(), to, dry_run=dry_run,
+    upstream = proj.upstream()
+    revision(upstream, to, "--to")
+    report = remap_records(proj.root, proj.config, upstream, to, dry_run=dry_run,
                            move_pin=move_pin)
     if json:
-        emit_json(report)
+        emit_json({"ok": not report.unplaced, **report.model_dump(mode="json")})
     else:
         for item in report.moved:
             console.print(f"{item.where}: {item.old} -> {item.new}", markup=False,
@@ -132,7 +143,9 @@ def anchors_remap(
             err_console.print(f"{lost.where}: could not place {lost.anchor}: {lost.reason}",
                               markup=False, soft_wrap=True)
         console.print(f"{len(report.moved)} moved, {len(report.unplaced)} unplaced"
-                      + (" (dry run: nothing written)" if dry_run else ""))
+                      + (" (dry run: nothing written)" if dry_run else "")
+                      + (" (nothing written: place or fix those anchors first)"
+                         if report.unplaced and not dry_run else ""))
     if report.unplaced:
         raise typer.Exit(1)
 

@@ -36,6 +36,18 @@ def _settings() -> tuple[SandboxConfig, Path]:
     return SandboxConfig(), default_state_home()
 
 
+def _check_timeout(seconds: float) -> None:
+    from portwright.errors import UsageError
+    from portwright.values import MAX_SECONDS, MIN_SECONDS, check_seconds
+
+    try:
+        check_seconds(seconds)
+    except ValueError as exc:
+        raise UsageError(str(exc), key="--timeout",
+                         fix=f"pass a number of seconds from {MIN_SECONDS:g} to {MAX_SECONDS:g}"
+                         ) from exc
+
+
 @sandbox_app.command("base-image")
 def base_image(
     tag: Annotated[str, typer.Option("--tag", help="Image tag to build.")] = (
@@ -141,6 +153,8 @@ def exec_cmd(
     """
     from portwright.sandboxes.selection import open_sandbox
 
+    if timeout is not None:
+        _check_timeout(timeout)
     config, state_dir = _settings()
     if backend is not None:
         config = config.model_copy(update={"backend": backend})

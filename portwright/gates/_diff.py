@@ -25,8 +25,8 @@ def git(repo: Path, *args: str) -> str:
 
 def default_base(repo: Path, base: str | None) -> str:
     """``base`` verified, or ``HEAD~1``, or the empty tree for a first commit."""
-    if base:
-        git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+    if base is not None:
+        plumbing.rev_parse(repo, base)  # says why when it names no commit
         return base
     has_parent = plumbing.git(repo, "rev-parse", "--verify", "--quiet", "HEAD~1",
                               ok_codes=(0, 1)).strip()

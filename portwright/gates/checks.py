@@ -39,7 +39,7 @@ from portwright.globs import match, match_any
 from portwright.parity.inventory import load_inventory
 from portwright.parity.ledger import LedgerEntry, LedgerKind, load_ledger
 from portwright.parity.matrix import MatrixRow, load_rows, spec_path
-from portwright.parity.pin import read_pin
+from portwright.parity.pin import read_pin, resolve_pin
 from portwright.parity.spec import Spec, load_spec, load_specs, spec_problems
 from portwright.project import record_globs
 from portwright.rules import BuiltinCheck, Rules
@@ -75,21 +75,26 @@ def _usage(name: str, exc: UsageError) -> GateResult:
 # --------------------------------------------------------------------------- anchors
 
 def check_anchors(repo: Path, config: PortwrightConfig, upstream: git.Repo, *,
-                  at: str | None = None) -> GateResult:
+                  at: str | None = None, strict: bool = False) -> GateResult:
     """Every anchor of every spec and of the ledger resolves, its excerpt matching.
 
     Anchors without ``@sha`` resolve at ``at``, else at their spec's ``pin``, else the pin.
-    Ledger commit references must name upstream commits.
+    Ledger commit references must name upstream commits. A record that cannot be read (or
+    a pin that names no upstream commit) fails the check; with ``strict`` it is raised
+    instead, as the bad input it is.
     """
     name = BuiltinCheck.ANCHORS.value
     messages: list[str] = []
     notes: list[str] = []
     reader = BlobReader(upstream)
     try:
-        pin = read_pin(repo, config)
+        pin = resolve_pin(repo, config, Path(upstream.working_dir or upstream.git_dir)) \
+            if strict else read_pin(repo, config)
         specs = load_specs(repo, config)
         entries, problems = load_ledger(repo, config, strict=False)
     except UsageError as exc:
+        if strict:
+            raise
         return _usage(name, exc)
     messages += problems
     count = 0

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from portwright.config import PortwrightConfig
-from portwright.errors import GateFailed, RulesError
+from portwright.errors import GateFailed, RulesError, UsageError
 from portwright.gates.command import run_command
 from portwright.gates.models import GateResult
 from portwright.rules import Phase, ResolvedGate, Rules
@@ -112,7 +112,10 @@ def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:
 
     started = time.monotonic()
     sha, tree, dirty = plumbing.snapshot(ctx.repo)
-    verdict = BUILTINS[spec.check](ctx)
+    try:
+        verdict = BUILTINS[spec.check](ctx)
+    except UsageError as exc:  # a record the check cannot read fails it, naming the file
+        verdict = GateResult(name=gate.name, passed=False, messages=[exc.render()])
     verdict = verdict.model_copy(update={"name": gate.name, "check": spec.check.value})
     record = EvidenceRecord(
         gate=gate.name, phase=ctx.phase.value if ctx.phase is not None else None,

@@ -199,13 +199,25 @@ def check_ledger(repo: Path, config: PortwrightConfig, *,
                  resolve: bool = True) -> tuple[list[LedgerEntry], list[str]]:
     """Every problem of the ledger and the inventory, each ``file:line: message``; with
     ``resolve``, every anchor and commit of the ledger is also resolved upstream at the pin
-    (one ``git cat-file`` process for all of them)."""
+    (one ``git cat-file`` process for all of them). A ledger that does not exist, or holds
+    no ledger table, is a :class:`ParityFileError`: a check of nothing never passes."""
     from portwright.errors import RevisionError
     from portwright.evidence.anchors import BlobReader, resolve_anchor
     from portwright.parity.inventory import load_inventory
-    from portwright.parity.pin import read_pin
+    from portwright.parity.pin import resolve_pin
     from portwright.project import Project
 
+    path = ledger_path(repo, config)
+    if not path.is_file():
+        raise ParityFileError(
+            "the ledger is not a file" if path.exists() else "the ledger does not exist",
+            file=path, fix="create it (`portwright init` writes an empty one), or set "
+                           "[artifacts] ledger in portwright.toml to where it is")
+    if not tables_with(read_text(path), CHANGE, UPSTREAM, KIND):
+        raise ParityFileError(
+            "no ledger table in this file", file=path,
+            fix="write a table whose header has the columns change | upstream | kind "
+                "(cost and notes optional), followed by a | --- | separator line")
     entries, messages = load_ledger(repo, config, strict=False)
     _, inventory_problems = load_inventory(repo, config, strict=False)
     messages += inventory_problems
@@ -213,7 +225,7 @@ def check_ledger(repo: Path, config: PortwrightConfig, *,
         return entries, messages
     upstream = Project(repo, config).upstream_repo()
     reader = BlobReader(upstream)
-    pin = read_pin(repo, config)
+    pin = resolve_pin(repo, config, Path(upstream.working_dir or upstream.git_dir))
     with contextlib.suppress(RevisionError):  # a missing revision is reported per entry
         reader.prefetch((e.anchor.sha or pin, e.anchor.path) for e in entries
                         if e.anchor is not None)

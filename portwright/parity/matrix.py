@@ -33,6 +33,7 @@ from portwright.parity.markdown import (
     link_target,
     plain_cell,
     replace_cells,
+    split_cells,
 )
 
 logger = logging.getLogger(__name__)
@@ -86,10 +87,44 @@ def _status(value: str, allowed: list[str], path: Path, line: int) -> str:
     return found
 
 
+def _check_tables(text: str, tables: list[Table], path: Path) -> None:
+    """A matrix file holds a matrix, and nothing that merely looks like one: a table with a
+    status but no id column, or a matrix header without its separator line (markdown then
+    reads no table at all, and the rows would silently vanish)."""
+    for table in tables:
+        if table.column(*STATUS_NAMES) is not None and table.column(*ID_NAMES) is None:
+            raise ParityFileError(
+                "a table with a status column but no id column", file=path, line=table.line,
+                fix=f"name the row id column {ID_NAMES[0]!r} (also accepted: "
+                    f"{', '.join(repr(n) for n in ID_NAMES[1:])})")
+    headers = {t.line for t in tables}
+    fence = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")) and len(line) - len(stripped) < 4:
+            mark = stripped[:3]
+            fence = "" if fence == mark else (fence or mark)
+            continue
+        if fence or number in headers or not stripped.startswith("|"):
+            continue
+        cells = {plain_cell(c).lower() for c in split_cells(line)}
+        if cells & set(ID_NAMES) and cells & set(STATUS_NAMES):
+            raise ParityFileError(
+                "a matrix header without its separator line", file=path, line=number,
+                fix="add a line like | --- | --- | ... under the header (one --- per column)")
+    if not any(_is_matrix(t) for t in tables):
+        raise ParityFileError(
+            "no coverage matrix in this file", file=path,
+            fix="write a table with id and status columns (title, spec, upstream, notes "
+                "optional), or narrow [artifacts] matrices so it does not match this file")
+
+
 def rows_of_text(text: str, path: Path, relpath: str, statuses: list[str]) -> list[MatrixRow]:
     """The matrix rows of one file's text."""
     rows: list[MatrixRow] = []
-    for table in find_tables(text):
+    tables = find_tables(text)
+    _check_tables(text, tables, path)
+    for table in tables:
         if not _is_matrix(table):
             continue
         c_id = table.column(*ID_NAMES)
@@ -125,6 +160,13 @@ def load_rows(repo: Path, config: PortwrightConfig) -> list[MatrixRow]:
     """Every row of every matrix, in file order; ids are unique across matrices."""
     rows: list[MatrixRow] = []
     seen: dict[str, MatrixRow] = {}
+    for pattern in config.artifacts.matrices:
+        if not glob_files(repo, [pattern]):
+            raise ParityFileError(
+                f"the matrices glob {pattern!r} matches no file", file=repo / "portwright.toml",
+                key="artifacts.matrices",
+                fix="correct the glob in [artifacts] matrices (relative to the repository), "
+                    "or create the matrix it names")
     for path in glob_files(repo, config.artifacts.matrices):
         relpath = rel(repo, path)
         for row in rows_of_text(read_text(path), path, relpath, config.artifacts.statuses):

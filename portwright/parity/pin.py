@@ -39,6 +39,7 @@ __all__ = [
     "parse_key_path",
     "pin_store",
     "read_pin",
+    "resolve_pin",
     "write_pin",
 ]
 
@@ -73,11 +74,13 @@ class PinStore(Protocol):
 def _read_text(path: Path) -> str:
     if not path.is_file():
         raise ParityFileError(
-            "the pin file does not exist", file=path,
+            "the pin file is not a file" if path.exists() else "the pin file does not exist",
+            file=path,
             fix="create it, or set [pin] file/store in portwright.toml to where the pin is",
         )
-    with path.open(encoding="utf-8", newline="") as handle:
-        return handle.read()
+    from portwright.parity._files import read_text
+
+    return read_text(path)
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -160,10 +163,11 @@ class YamlPinStore:
 
         try:
             data: Any = YAML(typ="rt").load(text)
-        except YAMLError as exc:
+        except (YAMLError, ValueError, RecursionError) as exc:
+            # ValueError: a value YAML cannot build (2001-02-30); RecursionError: nesting
             mark = getattr(exc, "problem_mark", None)
             raise ParityFileError(
-                f"not valid YAML: {getattr(exc, 'problem', exc)}", file=self.path,
+                f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=self.path,
                 line=(mark.line + 1) if mark is not None else None,
                 fix="fix the YAML syntax at that line",
             ) from exc
@@ -227,9 +231,15 @@ class TomlPinStore:
                     f"key path {self.key!r} not found", file=self.path, key=self.key,
                     fix="set [pin] key in portwright.toml to the path of the sha",
                 ) from exc
-        value = str(node)
         names = tuple(str(p) for p in parts if isinstance(p, str))
         found = locate_key(text, names) or 1
+        if not isinstance(node, str):
+            kind = type(getattr(node, "unwrap", lambda: node)()).__name__
+            raise ParityFileError(
+                f"the pin under {self.key!r} is a TOML {kind}, not a string: a sha is text",
+                file=self.path, line=found, key=self.key,
+                fix='quote it: commit = "<40-hex sha>"')
+        value = str(node)
         _check_sha(value, self.path, found, self.key)
         return _value_span(text, _offsets(text), found - 1, 0, value, self.path, self.key)
 
@@ -260,6 +270,24 @@ def read_pin(repo: Path, config: PortwrightConfig) -> str:
     """The recorded pin, as written (may be abbreviated)."""
     store = pin_store(repo, config)
     return store.locate(_read_text(store.path)).sha
+
+
+def resolve_pin(repo: Path, config: PortwrightConfig, upstream: Path) -> str:
+    """The full upstream commit sha the recorded pin names; a :class:`ParityFileError`
+    naming the pin's file and line (and why: absent, a tree, ambiguous, a shallow clone…)
+    when it names none."""
+    from portwright.errors import RevisionError
+    from portwright.vcs.plumbing import rev_parse
+
+    store = pin_store(repo, config)
+    where = store.locate(_read_text(store.path))
+    try:
+        return rev_parse(upstream, where.sha)
+    except RevisionError as exc:
+        raise ParityFileError(
+            f"the pin {where.sha} names no commit of the upstream repository {upstream}: "
+            f"{exc.message}", file=store.path, line=where.line,
+            fix=f"{exc.fix}; or record an upstream commit as the pin") from exc
 
 
 def write_pin(repo: Path, config: PortwrightConfig, sha: str) -> None:

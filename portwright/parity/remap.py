@@ -3,7 +3,9 @@
 :func:`remap_records` looks up every anchor of the specs and of the ledger's upstream column
 at a new upstream revision, by content (:func:`~portwright.evidence.anchors.remap_anchor`),
 rewrites the ones it placed (only their own bytes), moves each spec's ``pin`` to the new
-revision and reports the ones it could not place.
+revision and reports the ones it could not place. It is all or nothing: when one anchor
+cannot be placed no file is written (a half-moved record would pass ``anchors check``
+against a pin it was never checked at).
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ class RemapReport(BaseModel):
     unplaced: list[Unplaced] = Field(default_factory=list)
     """Anchors left as they were, with the reason."""
     dry_run: bool = False
-    """Nothing was written."""
+    """Nothing was written because it was asked not to be."""
+    written: bool = False
+    """The records were rewritten (never when an anchor could not be placed)."""
     pin_moved: bool = False
     """The pin now records ``to``."""
 
@@ -84,6 +88,7 @@ def remap_records(repo: Path, config: PortwrightConfig, upstream_path: Path, to:
         files.append(ledger)
     moved: list[Moved] = []
     lost: list[Unplaced] = []
+    writes: list[tuple[Path, str]] = []
     for path in files:
         text = read_text(path)
         relpath = rel(repo, path)
@@ -113,10 +118,13 @@ def remap_records(repo: Path, config: PortwrightConfig, upstream_path: Path, to:
         new_text = "".join(pieces) + text[last:]
         if spec_pin is not None and spec_pin != target:
             new_text = set_front_matter_scalar(new_text, "pin", target)
-        if new_text != text and not dry_run:
-            write_text(path, new_text)
-            logger.info("remapped anchors in %s", relpath)
-    if move_pin and not dry_run:
+        if new_text != text:
+            writes.append((path, new_text))
+    write = not dry_run and not lost
+    for path, new_text in writes if write else []:
+        write_text(path, new_text)
+        logger.info("remapped anchors in %s", rel(repo, path))
+    if move_pin and write:
         write_pin(repo, config, target)
     return RemapReport(to=target, moved=moved, unplaced=lost, dry_run=dry_run,
-                       pin_moved=move_pin and not dry_run)
+                       written=write and bool(writes), pin_moved=move_pin and write)

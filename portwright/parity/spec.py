@@ -162,9 +162,11 @@ def _front(raw: str | None, path: Path) -> dict[str, Any]:
 
     try:
         data = YAML(typ="safe", pure=True).load(raw)
-    except YAMLError as exc:
+    except (YAMLError, ValueError, RecursionError) as exc:
+        # ValueError: a value YAML cannot build (2001-02-30); RecursionError: nesting
         mark = getattr(exc, "problem_mark", None)
-        raise ParityFileError(f"front matter is not valid YAML: {getattr(exc, 'problem', exc)}",
+        problem = getattr(exc, "problem", None) or exc
+        raise ParityFileError(f"front matter is not valid YAML: {problem}",
                               file=path, line=(mark.line + 2) if mark is not None else 2,
                               fix="fix the YAML between the --- lines") from exc
     if data is None:

@@ -54,8 +54,16 @@ def load_rules(repo: Path, *, at: str | None = None) -> Rules:
     paths = _find_rules_files(repo)
     if RULES_NAME not in paths:
         raise _no_root_rules(repo)
+    links = [rel for rel in paths if (repo / rel).is_symlink()]
+    if links:
+        raise _linked(repo / links[0])
     files = [parse_rules_file(repo / rel, rel) for rel in paths]
     return Rules(files=files)
+
+
+def _linked(path: Path) -> RulesError:
+    return RulesError("AGENTS.md is a symbolic link; rules must be a file of their own",
+                      file=path, fix="replace the link by the rules file itself")
 
 
 def _no_root_rules(repo: Path, at: str | None = None) -> RulesError:
@@ -73,8 +81,7 @@ def _load_rules_at(repo: Path, at: str) -> Rules:
         raise _no_root_rules(repo, at)
     links = sorted(p for p, (_, mode) in paths.items() if mode == "120000")
     if links:
-        raise RulesError("AGENTS.md is a symbolic link; rules must be a file of their own",
-                         file=repo / links[0], fix="replace the link by the rules file itself")
+        raise _linked(repo / links[0])
     blobs = plumbing.cat_blobs(repo, [sha for sha, _ in paths.values()])
     ordered = sorted(paths, key=lambda p: (p.count("/"), p))
     return Rules(files=[parse_rules_bytes(blobs.get(paths[rel][0], b""), repo / rel, rel)
@@ -87,7 +94,7 @@ def _find_rules_files(repo: Path) -> list[str]:
         out = plumbing.git(repo, "ls-files", "--cached", "--others", "--exclude-standard",
                            "-z").decode("utf-8", "surrogateescape")
         found = [p for p in out.split("\0") if p == RULES_NAME or p.endswith("/" + RULES_NAME)]
-        found = [p for p in found if (repo / p).is_file()]
+        found = [p for p in found if (repo / p).is_file() or (repo / p).is_symlink()]
     except RepositoryError:
         for path in repo.rglob(RULES_NAME):
             rel = path.relative_to(repo)
@@ -164,10 +171,6 @@ def _parse_block(content: str, path: Path, fence_line: int) -> GatesBlock:
                 fix="give each gate its own name",
             )
         seen[gate.name] = index
-    for probe in block.runtime:
-        if "value" not in re.compile(probe.pattern).groupindex:
-            raise RulesError(f"runtime probe {probe.name!r} has no (?P<value>...) group",
-                             file=path, line=fence_line, fix="add a named group `value`")
     return block
 
 
@@ -200,7 +203,8 @@ def _rules_error(exc: ValidationError, content: str, path: Path, fence_line: int
         fix = "correct the value as the message says"
     found_value = first.get("input")
     shown = "" if kind in {"missing", "extra_forbidden"} else f"; found {found_value!r}"
-    message = ("unknown key " + repr(loc[-1])) if kind == "extra_forbidden" else first["msg"]
+    message = ("unknown key " + repr(loc[-1])) if kind == "extra_forbidden" else \
+        first["msg"].removeprefix("Value error, ")
     return RulesError(f"{message}{shown}", file=path, line=line, key=key, fix=fix)
 
 

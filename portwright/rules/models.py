@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from portwright.globs import match_any
+from portwright.values import Regex, RepoFile, RepoGlob, Seconds
 
 
 class Phase(StrEnum):
@@ -37,7 +39,8 @@ class BuiltinCheck(StrEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
+                              allow_inf_nan=False)
 
 
 class GateSpec(_Model):
@@ -51,14 +54,23 @@ class GateSpec(_Model):
     """Name of a built-in check, instead of ``run``."""
     phases: list[Phase] = Field(min_length=1)
     """Phases this gate guards."""
-    timeout: float = Field(default=600.0, gt=0)
-    """Seconds before the command is killed (counts as a failure)."""
-    paths: list[str] = Field(default_factory=list)
-    """Glob filters: the gate runs only when the change touches one of them (empty: always)."""
-    junit: str | None = None
+    timeout: Seconds = 600.0
+    """Seconds before the command is killed (counts as a failure); 1 s to a week."""
+    paths: list[RepoGlob] = Field(default_factory=list)
+    """Glob filters: the gate runs only when the change touches one of them (empty: always).
+    Wildcards: ``*``, ``?`` and ``**`` as a whole path component."""
+    junit: RepoFile | None = None
     """Path (relative to the gate's directory) of a JUnit XML report the command writes."""
     options: dict[str, str | int | float | bool | list[str]] = Field(default_factory=dict)
     """Options for a built-in check."""
+
+    @field_validator("run")
+    @classmethod
+    def _run_says_something(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("an empty command runs nothing and would always pass; write the "
+                             "command, or use `check` for a built-in check")
+        return value
 
     @model_validator(mode="after")
     def _one_of_run_or_check(self) -> GateSpec:
@@ -72,9 +84,9 @@ class Seam(_Model):
 
     name: str
     """What the seam is, e.g. ``attention-backend``."""
-    pattern: str
+    pattern: Regex
     """Regular expression that marks code implementing the behaviour."""
-    through: str
+    through: Regex
     """Regular expression that must appear in the same file when ``pattern`` does."""
     paths: list[str] = Field(default_factory=list)
     """Globs of files the seam applies to (empty: every file)."""
@@ -87,8 +99,15 @@ class RuntimeProbe(_Model):
 
     name: str
     """The spec's answer key this value is compared with, e.g. ``kv_cache_dtype``."""
-    pattern: str
+    pattern: Regex
     """Regular expression with a ``value`` group, matched against the command's output."""
+
+    @field_validator("pattern")
+    @classmethod
+    def _has_value_group(cls, value: str) -> str:
+        if "value" not in re.compile(value).groupindex:
+            raise ValueError("the pattern needs a named group (?P<value>...)")
+        return value
 
 
 class SpecRules(_Model):

@@ -44,6 +44,7 @@ def base_env(home: str, path: str | None = None) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "TMPDIR": "/tmp",
+        "PYTHONDONTWRITEBYTECODE": "1",
     }
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import git
 
-from portwright.errors import RepositoryError, RevisionError
-from portwright.vcs.plumbing import hardened_env
+from portwright.errors import RepositoryError
+from portwright.vcs.plumbing import hardened_env, rev_parse
 
 
 def open_repo(path: Path, *, what: str = "repository") -> git.Repo:
@@ -25,15 +25,9 @@ def open_repo(path: Path, *, what: str = "repository") -> git.Repo:
 
 
 def resolve(repo: git.Repo, rev: str) -> str:
-    """The full commit sha ``rev`` names, or a :class:`RevisionError` that says so."""
-    try:
-        return str(repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}"))
-    except git.GitCommandError as exc:
-        raise RevisionError(
-            f"revision {rev!r} does not name a commit",
-            file=str(repo.working_dir),
-            fix="fetch it (`git fetch`), or pass a sha/branch/tag that exists here",
-        ) from exc
+    """The full commit sha ``rev`` names, or a
+    :class:`~portwright.errors.RevisionError` that says why not."""
+    return rev_parse(Path(repo.working_dir or repo.git_dir), rev)
 
 
 def show(repo: git.Repo, rev: str, path: str) -> str | None:

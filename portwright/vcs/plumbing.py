@@ -98,13 +98,54 @@ def check_repo(repo: Path, what: str = "repository") -> Path:
 
 
 def rev_parse(repo: Path, rev: str) -> str:
-    """The full commit sha ``rev`` names in ``repo``, or a RevisionError that says so."""
-    try:
-        out = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    except RepositoryError as exc:
-        raise RevisionError(f"revision {rev!r} does not name a commit", file=repo,
-                            fix="fetch it, or pass a sha/branch/tag that exists here") from exc
-    return out.decode().strip()
+    """The full commit sha ``rev`` names in ``repo``, or a :class:`RevisionError` that says
+    why not (:func:`revision_error`)."""
+    if rev.strip() and not rev.startswith("-"):
+        done = run(repo, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                   f"{rev}^{{commit}}")
+        if done.returncode == 0:
+            return done.stdout.decode().strip()
+    raise revision_error(repo, rev)
+
+
+def revision_error(repo: Path, rev: str) -> RevisionError:
+    """A :class:`RevisionError` saying why ``rev`` names no commit in ``repo``: an empty
+    or option-like revision, not a repository, a repository without commits, a tree or
+    blob, an ambiguous prefix, a shallow clone, or simply absent."""
+    message, fix = _why_not_a_commit(repo, rev)
+    return RevisionError(message, file=repo, fix=fix)
+
+
+def _why_not_a_commit(repo: Path, rev: str) -> tuple[str, str]:
+    fetch = "fetch it (`git fetch`), or pass a sha, branch or tag that exists here"
+    if not rev.strip():
+        return "an empty revision", "pass a sha, branch or tag"
+    if rev.startswith("-"):
+        return (f"revision {rev!r} starts with '-': an option, not a revision",
+                "pass a sha, branch or tag")
+    if run(repo, "rev-parse", "--git-dir").returncode != 0:
+        return (f"{repo} is not a git repository, so {rev!r} names nothing",
+                "run `git init` there, or point at a git checkout")
+    if not run(repo, "for-each-ref", "--count=1").stdout.strip() and \
+            run(repo, "rev-parse", "--verify", "--quiet", "HEAD").returncode != 0:
+        return (f"the repository has no commits yet, so {rev!r} names nothing",
+                "commit something first (`git commit`)")
+    probe = run(repo, "rev-parse", "--verify", "--end-of-options", rev)
+    error = probe.stderr.decode("utf-8", "replace")
+    if "ambiguous" in error:
+        candidates = [line.removeprefix("hint:").strip() for line in error.splitlines()
+                      if line.startswith("hint:   ")]
+        return (f"revision {rev!r} is ambiguous: it starts several objects' shas ("
+                f"{'; '.join(candidates[:4])})", "write more hex digits of the sha")
+    if probe.returncode == 0:
+        kind = run(repo, "cat-file", "-t", probe.stdout.decode().strip()).stdout.decode().strip()
+        if kind in ("tree", "blob"):
+            return (f"revision {rev!r} names a {kind}, not a commit",
+                    "pass a commit sha (as `git log` shows them), not a tree or blob sha")
+    if run(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == b"true":
+        return (f"revision {rev!r} is not in this shallow clone (its history is cut off)",
+                f"run `git fetch --unshallow` in {repo}, then try again")
+    return f"revision {rev!r} does not exist in this repository", fetch
 
 
 def is_ancestor(repo: Path, older: str, newer: str) -> bool:

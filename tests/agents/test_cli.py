@@ -75,7 +75,7 @@ def test_model_check_refuses_a_real_endpoint_in_tests(pair: dict[str, Any]) -> N
     assert done.returncode == 1
     out = json.loads(done.stdout)
     assert out["ok"] is False
-    assert "refusing a real model request" in out["error"]
+    assert "refusing a real model request" in out["error"]["message"]
 
 
 def test_verify_gap_records_then_replays(httpserver: HTTPServer, pair: dict[str, Any],

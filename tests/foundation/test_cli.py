@@ -89,7 +89,7 @@ def test_bad_rules_exit_2_with_file_line_and_fix(make_repo: type[GitRepo]) -> No
 def test_doctor_without_config_fails_with_fix(make_repo: type[GitRepo]) -> None:
     down = make_repo("down")
     done = portwright(down.path, "doctor")
-    assert done.returncode == 1
+    assert done.returncode == 2  # bad input: like every other command
     assert "no portwright.toml here" in done.stdout
     assert "portwright init" in done.stdout
 

@@ -84,8 +84,7 @@ def test_state_folder_is_outside_the_repository_and_shared_by_worktrees(
     assert main.run_dir("r1").parent == main.runs_dir
 
 
-@pytest.mark.parametrize("state_dir", ["relative/state", "/", "{repo}/.portwright",
-                                       "{repo}"])
+@pytest.mark.parametrize("state_dir", ["{repo}/.portwright", "{repo}"])
 def test_state_dir_that_could_be_written_by_a_sandbox_is_refused(
         make_repo: type[GitRepo], state_dir: str) -> None:
     down = make_repo("down")
@@ -95,3 +94,15 @@ def test_state_dir_that_could_be_written_by_a_sandbox_is_refused(
         _ = project.state_dir
     assert info.value.key == "state_dir"
     assert "outside" in (info.value.fix or "")
+
+
+@pytest.mark.parametrize("state_dir", ["relative/state", "../..", "/"])
+def test_state_dir_that_cannot_work_is_refused_by_the_config(
+        make_repo: type[GitRepo], state_dir: str) -> None:
+    down = make_repo("down")
+    down.write("portwright.toml", f'state_dir = "{state_dir}"\n[upstream]\nsource = "../u"\n')
+    with pytest.raises(ConfigError) as info:
+        Project.load(down.path, environ={})
+    assert info.value.key == "state_dir"
+    assert info.value.line == 1
+    assert "absolute" in info.value.message or "root" in info.value.message

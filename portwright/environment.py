@@ -1,0 +1,89 @@
+"""The ``PORTWRIGHT_*`` environment variables.
+
+Two kinds exist, and nothing else with the prefix is accepted:
+
+- variables portwright reads itself (:data:`OWN`), and ``PORTWRIGHT_TEST_*`` for test
+  suites;
+- config overrides: ``PORTWRIGHT_<SECTION>__<KEY>`` sets ``[section] key`` of
+  ``portwright.toml`` (``PORTWRIGHT_MODEL__NAME=qwen3``), nested keys joined with ``__``;
+  a top-level key has no section (``PORTWRIGHT_STATE_DIR`` is ``state_dir``). Values are
+  parsed as TOML when they parse, as plain strings otherwise.
+
+An unknown name (``PORTWRIGHT_SNADBOX__MEMORY``, a typo in the section) is a
+:class:`~portwright.errors.ConfigError` naming the variable, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from portwright.errors import ConfigError
+
+PREFIX = "PORTWRIGHT_"
+TEST_PREFIX = "PORTWRIGHT_TEST_"
+"""Variables of test suites (``PORTWRIGHT_TEST_MODEL_URL``); portwright ignores them."""
+
+OWN: dict[str, str] = {
+    "PORTWRIGHT_EVIDENCE_KEY": "the evidence key file (an absolute path)",
+    "PORTWRIGHT_REFUSE_REAL_MODELS": "refuse requests to real model endpoints (tests)",
+    "PORTWRIGHT_REQUIRE_ENGINE": "a missing Docker engine or bubblewrap fails the tests",
+    "PORTWRIGHT_HOME": "reserved",
+}
+"""Variables portwright reads itself, with what each means."""
+
+
+def where(name: str) -> str:
+    """How errors name a variable (in place of a file)."""
+    return f"environment variable {name}"
+
+
+def overlay(data: dict[str, Any], environ: Mapping[str, str],
+            sections: Collection[str]) -> dict[tuple[str, ...], str]:
+    """Apply the config overrides of ``environ`` to the parsed ``data`` (whose top-level
+    keys may be ``sections``); return the key path each override set → its variable."""
+    sources: dict[tuple[str, ...], str] = {}
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(PREFIX) or name in OWN or name.startswith(TEST_PREFIX):
+            continue
+        keys = _keys(name, sections)
+        target = data
+        for key in keys[:-1]:
+            nested = target.setdefault(key, {})
+            if not isinstance(nested, dict):
+                raise ConfigError(
+                    f"sets a key inside {'.'.join(keys[:keys.index(key) + 1])}, which "
+                    "portwright.toml gives a plain value", file=where(name),
+                    key=".".join(keys), fix=f"unset {name}, or make that key a table")
+            target = nested
+        target[keys[-1]] = _value(raw)
+        sources[keys] = name
+    return sources
+
+
+def _keys(name: str, sections: Collection[str]) -> tuple[str, ...]:
+    parts = name[len(PREFIX):].split("__")
+    own = ", ".join(sorted(OWN))
+    if not all(parts):
+        raise ConfigError(
+            "not a config override: an empty part between the `__` separators",
+            file=where(name),
+            fix=f"write PORTWRIGHT_<SECTION>__<KEY> (e.g. PORTWRIGHT_SANDBOX__MEMORY), or "
+                f"unset {name}")
+    keys = tuple(part.lower() for part in parts)
+    if keys[0] not in sections:
+        raise ConfigError(
+            f"unknown variable: portwright.toml has no section or key {keys[0]!r}",
+            file=where(name),
+            fix=f"unset {name}, or correct it: PORTWRIGHT_<SECTION>__<KEY> with a section of "
+                f"{', '.join(sorted(sections))}; portwright itself reads {own} and "
+                "PORTWRIGHT_TEST_*")
+    return keys
+
+
+def _value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
