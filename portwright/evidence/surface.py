@@ -34,7 +34,6 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from portwright.config import UpstreamConfig
 from portwright.errors import UsageError
 from portwright.evidence import names
 from portwright.evidence.lexer import family
@@ -46,7 +45,7 @@ from portwright.evidence.surfacemodels import (
     SurfaceItem,
     SurfaceReport,
 )
-from portwright.pathkinds import classify
+from portwright.pathkinds import classify, default_path_kinds
 from portwright.vcs.plumbing import check_repo, git, rev_parse, show
 
 __all__ = ["ItemKind", "SurfaceItem", "SurfaceReport", "enumerate_surface"]
@@ -134,7 +133,7 @@ def enumerate_surface(upstream: Path, symbol: str, rev: str, *,
     docstring)."""
     upstream = check_repo(upstream, "upstream checkout")
     sha = rev_parse(upstream, rev)
-    kinds = path_kinds if path_kinds is not None else UpstreamConfig(source=".").path_kinds
+    kinds = path_kinds if path_kinds is not None else default_path_kinds()
     path, parts = _split_symbol(symbol)
     if path is None:
         candidates = _candidates(upstream, sha, parts, kinds)
