@@ -60,8 +60,13 @@ def _copy_entry(source: Path, target: Path) -> None:
 @contextlib.contextmanager
 def etc_copy(parent: Path | None = None) -> Iterator[Path]:
     """A copy of the :data:`ETC_SHOWN` entries of ``/etc`` (modes kept, links kept as
-    links) in a new folder others may enter, removed on exit; yields the copy's ``etc``."""
-    base = Path(tempfile.mkdtemp(prefix="portwright-etc-", dir=parent))
+    links) in a new folder others may enter, removed on exit; yields the copy's ``etc``.
+
+    By default the folder is made in ``/tmp`` itself, not under ``$TMPDIR``: a private
+    ``$TMPDIR`` (mode 0700) would keep the sandbox's unprivileged user from reaching it."""
+    shared = Path("/tmp")
+    base = Path(tempfile.mkdtemp(prefix="portwright-etc-", dir=parent if parent is not None
+                                 else shared if shared.is_dir() else None))
     try:
         base.chmod(0o755)
         etc = base / "etc"
