@@ -38,7 +38,7 @@ from portwright.errors import ConfinementError, PortwrightError, ToolError, Unsa
 from portwright.globs import match_any
 from portwright.protected import is_protected, protected_change
 from portwright.sandboxes.base import Sandbox
-from portwright.values import Seconds
+from portwright.values import check_seconds
 from portwright.vcs.git import open_repo
 
 logger = logging.getLogger(__name__)
@@ -330,8 +330,8 @@ class EditFileArgs(_Args):
 class RunCommandArgs(_Args):
     command: str = Field(min_length=1)
     """Shell command, run from the worktree root inside the run's sandbox."""
-    timeout: Seconds | None = None
-    """Seconds before the command is killed (1 s or more; capped by the run's limit)."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds before the command is killed (capped by the run's limit)."""
 
 
 class GapEvidenceArgs(_Args):
@@ -532,6 +532,11 @@ def edit_file(ws: Workspace, args: EditFileArgs) -> str:
 def run_command(ws: Workspace, args: RunCommandArgs) -> str:
     if ws.sandbox is None:
         raise ToolError("this role has no sandbox to run commands in")
+    if args.timeout is not None:
+        try:  # a near-zero timeout can freeze a Docker exec mid-start
+            check_seconds(args.timeout)
+        except ValueError as exc:
+            raise ToolError(f"timeout: {exc}") from exc
     timeout = min(args.timeout or ws.command_timeout, ws.command_timeout)
     result = ws.sandbox.exec(["sh", "-c", args.command], timeout=timeout, cwd=ws.worktree)
     status = f"exit code {result.exit_code}"
