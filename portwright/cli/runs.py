@@ -289,9 +289,9 @@ def status(
                   + (f" — {escape(values['reason'])}" if values.get("reason") else ""))
     table = Table("node", "seconds", "note")
     for step in payload["timeline"]:
-        from portwright.runs.report import _ts
+        from portwright.runs.report import step_seconds
 
-        table.add_row(step["node"], f"{_ts(step['finished']) - _ts(step['started']):.2f}",
+        table.add_row(step["node"], f"{step_seconds(step):.2f}",
                       escape(step.get("note", "")))
     console.print(table)
     gates = Table("phase", "gate", "result", "record", "message")

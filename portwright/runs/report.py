@@ -127,10 +127,14 @@ def _timeline(state: Mapping[str, Any]) -> list[str]:
         return []
     lines = ["## Timeline", "", "| node | seconds | note |", "| --- | --- | --- |"]
     for step in steps:
-        started, finished = step["started"], step["finished"]
-        seconds = (_ts(finished) - _ts(started))
+        seconds = step_seconds(step)
         lines.append(f"| {step['node']} | {seconds:.2f} | {_cell(step.get('note', ''))} |")
     return [*lines, ""]
+
+
+def step_seconds(step: Mapping[str, Any]) -> float:
+    """Duration of one timeline step (its ``started`` and ``finished`` as stored)."""
+    return _ts(step["finished"]) - _ts(step["started"])
 
 
 def _ts(value: Any) -> float:
