@@ -42,10 +42,15 @@ def _normalised(lexer_family: Family | None, javascript: bool, text: str) -> tup
 def _normalise(lexer_family: Family | None, javascript: bool, text: str) -> list[str]:
     if lexer_family is None:
         return text.split()
+    return _normalise_tokens(lex(text, lexer_family, regex_literals=javascript),
+                             lexer_family, javascript)
+
+
+def _normalise_tokens(tokens: list[Token], lexer_family: Family, javascript: bool
+                      ) -> list[str]:
     if lexer_family == "python":
-        return _fold_strings([_text(t) for t in _drop_docstrings(lex(text, "python"))])
-    tokens = [t for t in lex(text, lexer_family, regex_literals=javascript)
-              if t.kind != "comment"]
+        return _fold_strings([_text(t) for t in _drop_docstrings(tokens)])
+    tokens = [t for t in tokens if t.kind != "comment"]
     if javascript:
         tokens = _declarations(_module_plumbing(tokens))
     out: list[str] = []
@@ -371,15 +376,50 @@ def _renamed(old: list[str], new: list[str]) -> bool:
     return bool(forward)
 
 
-def change_kind(path: str, old: str | None, new: str | None) -> str | None:
+_PLUMBING = re.compile(r"\b(?:import|export|require|exports)\b")
+
+
+def _on_lines(path: str, text: str, numbers: set[int]) -> list[Token]:
+    """The tokens of ``text`` (lexed whole: comments and strings keep their context) that lie
+    on the given lines."""
+    lexer_family = family(path, text) or "c"
+    return [t for t in lex(text, lexer_family, regex_literals=is_javascript(path, text))
+            if t.line in numbers]
+
+
+def _window(path: str, old: str, new: str, lines: tuple[set[int], set[int]]) -> str | None:
+    """The verdict on the changed lines alone, when they decide it: equal once normalised
+    (or equal up to renamed locals) → why there is no behaviour; module plumbing among them
+    → None (the whole file must be read); otherwise → ``"behaviour"``."""
+    removed, added = _on_lines(path, old, lines[0]), _on_lines(path, new, lines[1])
+    if any(_PLUMBING.fullmatch(t.text) for t in [*removed, *added] if t.kind == "ident"):
+        return None
+    javascript = is_javascript(path, new)
+    before = _normalise_tokens(removed, "c", javascript)
+    after = _normalise_tokens(added, "c", javascript)
+    if before == after:
+        return "comments, formatting or module syntax"
+    if _renamed(before, after):
+        return "renamed local names"
+    return "behaviour"
+
+
+def change_kind(path: str, old: str | None, new: str | None, *,
+                lines: tuple[set[int], set[int]] | None = None) -> str | None:
     """None when the change from ``old`` to ``new`` (None: absent) has behaviour; else why it
-    has none."""
+    has none. With the numbers of the change's removed and added ``lines``, those lines decide when
+    they can (a local edit), and the whole files are compared only when module plumbing
+    moved."""
     if (old is None or not old.strip()) and (new is None or not new.strip()):
         return "empty file"
     if old is None or new is None:
         return None
     if _new_values(path, old, new):
         return None  # a new string or number: behaviour (quick, before normalising)
+    if lines is not None and family(path, new) == "c":
+        local = _window(path, old, new, lines)
+        if local is not None:
+            return None if local == "behaviour" else local
     before, after = normalised(path, old), normalised(path, new)
     if is_javascript(path, new) and exported(path, old) != exported(path, new):
         return None  # a name exported or withdrawn changes the API

@@ -139,6 +139,17 @@ def _digest(pairs: Iterable[tuple[str, list[str], list[str]]]) -> str:
     return hashlib.sha1(payload.encode()).hexdigest()
 
 
+class _Before:
+    """The counts as they were before a commit: the counts after it, minus its delta."""
+
+    def __init__(self, after: Counter[str], delta: Counter[str]) -> None:
+        self.after = after
+        self.delta = delta
+
+    def __getitem__(self, name: str) -> int:
+        return self.after[name] - self.delta[name]
+
+
 class _Counts:
     """Occurrences of candidate names in the source and tests files of the tree, carried
     through the range (a name is *new* when the code of the parent tree lacks it)."""
@@ -243,9 +254,9 @@ def _analyse(upstream: Path, base: str | None, raws: list[_Raw],
     counts = _Counts(upstream, base, candidates, path_kinds)
     out: list[CommitFacts] = []
     for raw in raws:
-        before = Counter({t: counts.counts[t] for t in candidates})
         delta = counts.apply(raw.patches)
-        out.append(_facts(raw, texts, path_kinds, path_map, before, delta, counts.counts))
+        out.append(_facts(raw, texts, path_kinds, path_map, _Before(counts.counts, delta),
+                          delta, counts.counts))
     return out
 
 
@@ -267,7 +278,7 @@ def _pair_moves(patches: list[FilePatch], path_kinds: Mapping[str, list[str]]
 
 
 def _facts(raw: _Raw, texts: Mapping[str, str], path_kinds: Mapping[str, list[str]],
-           path_map: Mapping[str, str], before: Counter[str], delta: Counter[str],
+           path_map: Mapping[str, str], before: _Before, delta: Counter[str],
            after: Counter[str]) -> CommitFacts:
     facts = CommitFacts(sha=raw.sha, parents=raw.parents, subject=raw.subject,
                         reverts=raw.reverts)
@@ -310,7 +321,7 @@ def _facts(raw: _Raw, texts: Mapping[str, str], path_kinds: Mapping[str, list[st
 
 
 def _no_behaviour(patch: FilePatch, kind: str, old_text: str | None, new_text: str | None,
-                  old_patch: FilePatch | None, before: Counter[str], after: Counter[str]
+                  old_patch: FilePatch | None, before: _Before, after: Counter[str]
                   ) -> str | None:
     """Why a change to a source or tests file has no behaviour, or None."""
     if not patch.added and patch.removed:
@@ -319,7 +330,8 @@ def _no_behaviour(patch: FilePatch, kind: str, old_text: str | None, new_text: s
             return unused
     if family(patch.path, new_text or old_text) is None and kind != "source":
         return None  # a data fixture: every line is behaviour
-    reason = behaviour.change_kind(patch.path, old_text, new_text)
+    reason = behaviour.change_kind(patch.path, old_text, new_text, lines=(
+        {n for n, _ in patch.removed}, {n for n, _ in patch.added}))
     if reason and old_patch is not None:
         return f"moved from {old_patch.path}; {reason}"
     return reason
@@ -331,7 +343,7 @@ _DEFINED = re.compile(r"^\s*(?:export\s+)?(?:var|let|const|function|def|class|st
                       r"([A-Za-z_$][\w$]*)")
 
 
-def _unused(patch: FilePatch, before: Counter[str], after: Counter[str]) -> str | None:
+def _unused(patch: FilePatch, before: _Before, after: Counter[str]) -> str | None:
     """When a change only removes definitions that nothing else in the code names (every
     occurrence of each name goes with it, none is exported or public), why it has no
     behaviour."""
@@ -377,7 +389,7 @@ def _file_signals(facts: CommitFacts, patch: FilePatch, kind: str,
         found.setdefault(signals.key(signal), signal)
 
 
-def _ranked(found: list[signals.Signal], before: Counter[str]) -> list[signals.Signal]:
+def _ranked(found: list[signals.Signal], before: _Before) -> list[signals.Signal]:
     """Names new to the tree only (most words first, at most :data:`MAX_NAMES`), then the
     other signals."""
     fresh = [s for s in found if s.kind == "name" and before[s.text] <= 0]
