@@ -117,7 +117,8 @@ def _fail(code: int, message: str, as_json: bool, *, kind: str, prefix: str = "e
         if error is not None:
             payload.update(message=error.message, file=error.file, line=error.line,
                            key=error.key, fix=error.fix)
-        print(json.dumps({"ok": False, "exit_code": code, "error": payload}, indent=2))
+        # one line: a whole document for --json, one more line for JSON-lines output
+        print(json.dumps({"ok": False, "exit_code": code, "error": payload}))
     tail = f"\n  fix: {fix}" if fix and error is None else ""
     err_console.print(f"[bold red]{prefix}:[/] {escape(message + tail)}", highlight=False)
     sys.exit(code)
