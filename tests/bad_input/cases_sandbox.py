@@ -62,8 +62,9 @@ CASES = [
     Case("sb-exec-missing-program-docker", (*EXEC, "--backend", "docker", "--",
                                             "no-such-program"), expect=127, docker=True),
     Case("sb-exec-missing-program-bwrap", (*EXEC, "--backend", "bwrap", "--", "no-such-program"),
-         expect=127, known="bubblewrap exits 1 where Docker's shell exits 127 for a missing "
-                           "program (sandbox backends)"),
+         expect=127, bwrap=True,
+         known="bubblewrap exits 1 where Docker's shell exits 127 for a missing program "
+               "(sandbox backends)"),
     Case("sb-exec-local-ok", (*EXEC, "--backend", "local", "--", "true"), expect=0),
     Case("sb-run-id-traversal", (*FULL, "--run-id", "../x"), says=("run id",)),
     Case("sb-run-id-slash", (*FULL, "--run-id", "a/b"), says=("run id",)),
@@ -84,15 +85,12 @@ CASES = [
     Case("sig-int-gates-docker", FULL, SLEEP, expect=130, docker=True, runs_left=True,
          interrupt=(signal.SIGINT, 30), after=_interrupted, json=False),
     Case("sig-term-gates-bwrap", FULL, both(SLEEP, backend("bwrap")), expect=143,
-         runs_left=True, interrupt=(signal.SIGTERM, 30), after=_interrupted, json=False,
-         known="the test world lies in pytest's private temp folder, which bubblewrap's "
-               "unprivileged uid cannot enter: bubblewrap refuses with its fix, as it should"),
+         runs_left=True, bwrap=True, interrupt=(signal.SIGTERM, 30), after=_interrupted,
+         json=False),
     Case("sig-int-exec-docker", (*EXEC, "--backend", "docker", "--", "sleep", "60"), expect=130,
          docker=True, runs_left=True, interrupt=(signal.SIGINT, 30), json=False),
     Case("sig-term-exec-bwrap", (*EXEC, "--backend", "bwrap", "--", "sleep", "60"), expect=143,
-         runs_left=True, interrupt=(signal.SIGTERM, 30), json=False,
-         known="the test world lies in pytest's private temp folder, which bubblewrap's "
-               "unprivileged uid cannot enter: bubblewrap refuses with its fix, as it should"),
+         runs_left=True, bwrap=True, interrupt=(signal.SIGTERM, 30), json=False),
     # two runs at once: two run folders, each with its own evidence
     Case("conc-two-gates-runs", ("gates", "run", "--phase", "spec"), expect=0, runs_left=True,
          twice=True, after=_two_runs, json=False),

@@ -77,6 +77,9 @@ class Case:
     ``state`` is the state folder): what is wrong, or None."""
     twice: bool = False
     """Start the command twice at once (concurrency)."""
+    bwrap: bool = False
+    """Runs bubblewrap, whose unprivileged user binds paths in place: the world lives in a
+    folder every user can enter, and commands use the system's temporary folder."""
     known: str = ""
     """A known failure left to another part of portwright: why (the case is a strict
     xfail, so it reports once it passes)."""
@@ -116,6 +119,8 @@ def environment(case: Case, world: World, home: Path) -> dict[str, str]:
         "PORTWRIGHT_REFUSE_REAL_MODELS": "1",
         "TMPDIR": str(home / "tmp"),
     }
+    if case.bwrap:
+        env.pop("TMPDIR")
     for name, value in case.env.items():
         value = fill(value, world) if value is not None else None
         if value is None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,13 @@ def test_bad_input(case: Case, template: worlds.World, tmp_path: Path,
         pytest.skip("needs a Docker engine")
     if case.known:
         request.applymarker(pytest.mark.xfail(reason=case.known, strict=True))
-    world = worlds.copy(template, tmp_path / "world")
+    if case.bwrap:  # pytest's own folders are private to their owner
+        shared = Path(tempfile.mkdtemp(prefix="portwright-bad-input-"))
+        shared.chmod(0o755)
+        request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
+        world = worlds.copy(template, shared / "world")
+    else:
+        world = worlds.copy(template, tmp_path / "world")
     case.setup(world)
     if case.commit and world.repo.joinpath(".git").exists():
         _commit(world)
