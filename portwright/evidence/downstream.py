@@ -73,7 +73,7 @@ class Downstream:
         self.languages = {ext for ext, n in own.items() if total and n / total >= 0.1}
         self._canon: dict[str, list[str]] | None = None
         self._tests: list[tuple[set[str], Location]] | None = None
-        self._values: list[tuple[str, Location]] | None = None
+        self._values: list[tuple[str, str, int, str]] | None = None
 
     # -- what counts -----------------------------------------------------------------
 
@@ -161,10 +161,11 @@ class Downstream:
         return _evidence(signal, "absent", carried=False, strength=weight,
                          note="no spelling with this canonical key in the port's code")
 
-    def _strings(self) -> list[tuple[str, Location]]:
-        """Every string, template and regex literal of the port's code, by value."""
+    def _strings(self) -> list[tuple[str, str, int, str]]:
+        """Every string, template and regex literal of the port's code: ``(value, path, line,
+        text as written)``."""
         if self._values is None:
-            found: list[tuple[str, Location]] = []
+            found: list[tuple[str, str, int, str]] = []
             for path, lines in self.tree.text_files():
                 lexer_family = family(path)
                 if lexer_family is None or not self.is_code(path):
@@ -172,8 +173,7 @@ class Downstream:
                 text = "\n".join(lines)
                 for token in lex(text, lexer_family, regex_literals=is_javascript(path)):
                     if token.kind in ("string", "template", "regex"):
-                        found.append((string_value(token),
-                                      Location(path=path, line=token.line, text=token.text)))
+                        found.append((string_value(token), path, token.line, token.text))
             self._values = found
         return self._values
 
@@ -181,10 +181,11 @@ class Downstream:
         """Literals of the port's code that hold ``text`` (compared by value: quoting and
         escaping differ between languages), else lines that hold it as written."""
         short = len(text) < 16  # a short pattern is found inside longer ones by chance
-        hits = [loc for value, loc in self._strings() if text == value or
-                (not short and text in value)]
+        hits = [Location(path=path, line=line, text=written)
+                for value, path, line, written in self._strings()
+                if text == value or (not short and text in value)][:20]
         if hits:
-            return hits[:20]
+            return hits
         return [h for h in self.tree.find_literal(text) if self.is_code(h.path)]
 
     def _literal(self, signal: Signal) -> Evidence:

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
+from collections import deque
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
@@ -92,12 +95,129 @@ def lex(text: str, lexer_family: Family, *, regex_literals: bool = False) -> lis
     return list(_lex(text, lexer_family, regex_literals))
 
 
+_RECENT = 32
+"""How many recently lexed texts a new text may be lexed against (see ``_Base``)."""
+_recent: deque[tuple[str, Family, bool, tuple[Token, ...]]] = deque(maxlen=_RECENT)
+
+
 @lru_cache(maxsize=128)
 def _lex(text: str, lexer_family: Family, regex_literals: bool) -> tuple[Token, ...]:
+    base = _Base.nearest(text, lexer_family, regex_literals)
+    tokens = _scan(text, lexer_family, regex_literals, base)
+    _recent.append((text, lexer_family, regex_literals, tokens))
+    return tokens
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix (slice compares run in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+class _Base:
+    """An earlier version of a text and its tokens, lined up with the new text: the tokens
+    of the lines before the first change are taken as they are, and once the new text's lexer
+    stands at the start of a line inside the unchanged tail in the state the old lexer stood
+    in there, the old tokens of the rest are taken with their lines shifted. A commit's new
+    file differs from its old one in a few lines, so most of its tokens are never lexed
+    again; the result is exactly a full lex's (``tests/evidence/test_tokens.py`` checks it on
+    random edits)."""
+
+    def __init__(self, old: str, tokens: tuple[Token, ...], new: str) -> None:
+        self.tokens = tokens
+        prefix = _common_prefix(old, new)
+        suffix = _common_prefix(old[prefix:][::-1], new[prefix:][::-1])
+        self.first_changed_line = new.count("\n", 0, prefix) + 1
+        tail_new = len(new) - suffix
+        # the first line start whose newline lies in the unchanged tail (so it is a line
+        # start in both texts)
+        start = new.find("\n", tail_new) + 1
+        if start <= 0:  # no line starts in the unchanged tail
+            self.tail_line, self.shift = sys.maxsize, 0
+        else:
+            self.tail_line = new.count("\n", 0, start) + 1
+            self.shift = self.tail_line - (old.count("\n", 0, start - len(new) + len(old)) + 1)
+        self.worth = prefix + suffix
+        self._newline_at: dict[int, int] | None = None
+
+    @property
+    def newline_at(self) -> dict[int, int]:
+        """The index of the newline token ending each line of the old text."""
+        if self._newline_at is None:
+            self._newline_at = {t.line: i for i, t in enumerate(self.tokens)
+                                if t.kind == "newline"}
+        return self._newline_at
+
+    @classmethod
+    def nearest(cls, text: str, lexer_family: Family, regex_literals: bool) -> _Base | None:
+        """The recent text most of ``text`` is shared with (over half of it), or None."""
+        best: _Base | None = None
+        for old, old_family, old_regex, tokens in _recent:
+            if old_family != lexer_family or old_regex != regex_literals or old == text:
+                continue
+            candidate = cls(old, tokens, text)
+            if candidate.worth * 2 > len(text) and (best is None or candidate.worth > best.worth):
+                best = candidate
+        return best
+
+    def head(self) -> list[Token]:
+        """The old tokens of the lines before the first change, up to the last newline."""
+        kept = 0
+        for index, token in enumerate(self.tokens):
+            if token.line + (token.text.count("\n") if token.kind != "newline" else 0) \
+                    >= self.first_changed_line:
+                break
+            if token.kind == "newline":
+                kept = index + 1
+        return list(self.tokens[:kept])
+
+    def tail(self, tokens: list[Token], line: int) -> list[Token] | None:
+        """The rest of the tokens when the new lexer, at the start of ``line`` after
+        ``tokens``, can take the old ones from here; else None."""
+        if line < self.tail_line:
+            return None
+        index = self.newline_at.get(line - self.shift - 1)
+        if index is None or _code_key(_last_code(tokens)) != \
+                _code_key(_last_code(self.tokens, index + 1)):
+            return None
+        rest = self.tokens[index + 1:]
+        if not self.shift:
+            return list(rest)
+        shift = self.shift
+        return [Token(t.kind, t.text, t.line + shift) for t in rest]
+
+
+def _last_code(tokens: Sequence[Token], stop: int | None = None) -> Token | None:
+    """The last token (before index ``stop``) that decides whether a ``/`` starts a regex
+    literal."""
+    for index in range(len(tokens) if stop is None else stop, 0, -1):
+        token = tokens[index - 1]
+        if token.kind not in ("newline", "comment"):
+            return token
+    return None
+
+
+def _code_key(token: Token | None) -> tuple[str, str] | None:
+    return None if token is None else (token.kind, token.text)
+
+
+def _scan(text: str, lexer_family: Family, regex_literals: bool,
+          base: _Base | None) -> tuple[Token, ...]:
     pattern = _PY_TOKEN if lexer_family == "python" else _C_TOKEN
     tokens: list[Token] = []
     line, pos, end = 1, 0, len(text)
-    if text.startswith("#!"):  # a shebang is not code
+    if base is not None and base.first_changed_line > 1:
+        tokens = base.head()
+        if tokens:
+            line = tokens[-1].line + 1
+            pos = _line_start(text, line)
+    if pos == 0 and text.startswith("#!"):  # a shebang is not code
         pos = text.find("\n") if "\n" in text else end
     while pos < end:
         for match in pattern.finditer(text, pos):
@@ -106,6 +226,11 @@ def _lex(text: str, lexer_family: Family, regex_literals: bool) -> tuple[Token, 
             if kind == "newline":
                 tokens.append(Token("newline", "\n", line))
                 line += 1
+                if base is not None:
+                    rest = base.tail(tokens, line)
+                    if rest is not None:
+                        tokens.extend(rest)
+                        return tuple(tokens)
                 continue
             if kind == "space":
                 line += value.count("\n")
@@ -126,8 +251,16 @@ def _lex(text: str, lexer_family: Family, regex_literals: bool) -> tuple[Token, 
     return tuple(tokens)
 
 
+def _line_start(text: str, line: int) -> int:
+    """The offset where 1-based ``line`` of ``text`` starts."""
+    pos = 0
+    for _ in range(line - 1):
+        pos = text.index("\n", pos) + 1
+    return pos
+
+
 def _regex_may_start(tokens: list[Token]) -> bool:
-    previous = next((t for t in reversed(tokens) if t.kind not in ("newline", "comment")), None)
+    previous = _last_code(tokens)
     if previous is None:
         return True
     return previous.kind in ("punct", "ident") and previous.text in _REGEX_AFTER and \

@@ -72,24 +72,34 @@ class TreeView:
             if len(data) > max_file_bytes or b"\0" in data[:8192]:
                 continue
             self._lines[path] = data.decode("utf-8", "replace").splitlines()
-        self._names: dict[str, list[Location]] | None = None
+        self._names: dict[str, list[tuple[str, int, str]]] | None = None
 
-    def _name_map(self) -> dict[str, list[Location]]:
+    def _name_map(self) -> dict[str, list[tuple[str, int, str]]]:
         if self._names is None:
-            table: dict[str, list[Location]] = defaultdict(list)
+            table: dict[str, list[tuple[str, int, str]]] = {}
+            keys: dict[str, str] = {}
+            findall = IDENT_RE.findall
             for path, lines in self._lines.items():
                 for number, line in enumerate(lines, start=1):
-                    for token in set(IDENT_RE.findall(line)):
-                        key = names.canonical(token)
-                        if key and len(table[key]) < MAX_LOCATIONS:
-                            table[key].append(Location(path=path, line=number, text=token))
-            self._names = dict(table)
+                    for token in set(findall(line)):
+                        key = keys.get(token)
+                        if key is None:
+                            key = keys[token] = names.canonical(token)
+                        if not key:
+                            continue
+                        found = table.get(key)
+                        if found is None:
+                            table[key] = [(path, number, token)]
+                        elif len(found) < MAX_LOCATIONS:
+                            found.append((path, number, token))
+            self._names = table
         return self._names
 
     def find_name(self, name: str) -> list[Location]:
         """Identifiers spelled any way whose canonical key is ``name``'s."""
         key = names.canonical(name)
-        return list(self._name_map().get(key, [])) if key else []
+        found = self._name_map().get(key, []) if key else []
+        return [Location(path=path, line=line, text=text) for path, line, text in found]
 
     def find_token(self, token: str) -> list[Location]:
         """Identifiers spelled exactly ``token``."""
