@@ -57,7 +57,9 @@ def is_sync(project: Project, run_id: str) -> bool:
 def _thread(sync_id: str, concurrency: int | None = None) -> RunnableConfig:
     config: RunnableConfig = {"configurable": {"thread_id": sync_id}, "recursion_limit": 200}
     if concurrency is not None:
-        config["max_concurrency"] = concurrency
+        # LangGraph's thread pool has max_concurrency workers, and a streamed run keeps one
+        # of them waiting on its output queue: one more, or a concurrency of 1 deadlocks
+        config["max_concurrency"] = concurrency + 1
     return config
 
 
