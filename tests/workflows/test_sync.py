@@ -21,7 +21,7 @@ from tests.workflows.sync_world import SyncWorld, build_sync_world
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-PIN_PATTERN = Project.__module__ and r"Pinned commit: `(?P<sha>[0-9a-f]{7,40})`"
+PIN_PATTERN = r"Pinned commit: `(?P<sha>[0-9a-f]{7,40})`"
 
 
 @pytest.fixture(autouse=True)
@@ -134,3 +134,26 @@ def test_a_red_gate_holds_the_pin_and_says_which_commit(
     assert world.shas["evict"][:12] in report
     assert "evict-bench" in report
     assert "not moved" in report
+
+
+def test_port_runs_parked_at_an_approval_then_the_sync_picks_up(
+        make_repo: Callable[[str], GitRepo]) -> None:
+    from portwright.workflows import driver
+
+    world = build_sync_world(make_repo, approvals='spec = "never"\nadvance = "always"\n'
+                                                  'pr = "never"\n')
+    project = Project.load(world.repo, at="HEAD")
+    parked = sync_driver.start(project, world.head, lambda e: None, sync_id="sync-ask",
+                               client=world.model())
+    assert parked.status is SyncStatus.WAITING
+    waiting = [c for c in parked.values["commits"] if c["account"] == "waiting"]
+    assert len(waiting) == 3
+    assert all("portwright approve" in c["hold"] for c in waiting)
+    assert pin_on(world, parked.values["branch"]) == world.pin
+    for port in parked.values["ports"].values():
+        answered = driver.answer(project, port["run_id"], {"type": "approve"}, lambda e: None,
+                                 client=world.model())
+        assert answered.status.value == "done"
+    done = sync_driver.resume(project, "sync-ask", lambda e: None, client=world.model())
+    assert done.status is SyncStatus.DONE, done.values["reason"]
+    check_complete(world, done.values)
