@@ -328,7 +328,8 @@ def port(task: PortTask, *, runtime: Runtime[RunContext]) -> Update:
                          reason=str(values.get("reason", "")),
                          branch=str(values.get("branch", "")),
                          head=str(values.get("commits", {}).get("head", "")),
-                         pr=str(values.get("pr", "")), failed_gates=_last_failed(values))
+                         pr=str(values.get("pr", "")), spec=str(values.get("spec_path", "")),
+                         failed_gates=_last_failed(values))
     if writer is not None:
         writer({"event": "port_finished", "row": task.row, "run_id": task.run_id,
                 "status": outcome.status})
@@ -402,7 +403,7 @@ def _ledger_entry(commit: SyncCommit, state: SyncState) -> tuple[str, LedgerKind
     if commit.account is Account.PORTED or commit.run_id:
         result = state.ports.get(commit.row)
         how = "ported" if commit.account is Account.PORTED else "already landed"
-        return (f"row:{commit.row}", LedgerKind.PORT,
+        return ((result.spec if result and result.spec else "-"), LedgerKind.PORT,
                 f"sync {state.sync_id}: {how} by run {commit.run_id} on "
                 f"{result.branch if result else branch_name(commit.run_id)}{by}")
     return (commit.downstream or "-", LedgerKind.PORT,

@@ -112,6 +112,8 @@ class PortResult(BaseModel):
     branch: str = ""
     head: str = ""
     pr: str = ""
+    spec: str = ""
+    """The row's spec on the run's branch."""
     failed_gates: list[str] = Field(default_factory=list)
     """``phase/name`` of each gate the run saw fail last."""
 
