@@ -24,7 +24,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
 
 from portwright.agents.llm import LLMClient
-from portwright.workflows import sync_nodes
+from portwright.workflows import sync_confirm, sync_nodes
 from portwright.workflows.context import RunContext
 from portwright.workflows.sync_state import SyncNode, SyncState, SyncStatus
 
@@ -49,7 +49,7 @@ def build_sync() -> StateGraph[SyncState, SyncContext, SyncState, SyncState]:
         SyncState, context_schema=SyncContext)
     retry = RetryPolicy(max_attempts=2, retry_on=OSError)
     graph.add_node(SyncNode.SCAN.value, sync_nodes.scan, retry_policy=retry)
-    graph.add_node(SyncNode.CONFIRM.value, sync_nodes.confirm, retry_policy=retry)
+    graph.add_node(SyncNode.CONFIRM.value, sync_confirm.confirm, retry_policy=retry)
     graph.add_node(SyncNode.PORT.value, sync_nodes.port)  # type: ignore[arg-type]
     graph.add_node(SyncNode.INTEGRATE.value, sync_nodes.integrate, retry_policy=retry)
     graph.add_node(SyncNode.RECORD.value, sync_nodes.record, retry_policy=retry)

@@ -10,7 +10,6 @@ entries by their commit trailers and the ledger's upstream column) and does only
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import functools
 import logging
 import shutil
@@ -22,15 +21,9 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from portwright.agents.evidence import gap_source
-from portwright.agents.results import GapStatus, GapVerdict
-from portwright.agents.roles import gap_verifier
-from portwright.agents.tools import EvidenceSources, Workspace
 from portwright.errors import PortwrightError, UsageError
-from portwright.evidence.confirm import allowed_verdicts, why_not
-from portwright.evidence.gap import CommitGap, GapReport, Verdict, scan_range
+from portwright.evidence.gap import CommitGap, scan_range
 from portwright.parity.ledger import LedgerKind, add_entry, load_ledger
-from portwright.parity.matrix import MatrixRow, load_rows
 from portwright.parity.pin import resolve_pin, write_pin
 from portwright.vcs import plumbing
 from portwright.vcs.worktree import (
@@ -39,11 +32,10 @@ from portwright.vcs.worktree import (
     find_step,
     head,
     reset_to_head,
-    run_worktree,
 )
 from portwright.workflows.context import RunContext
 from portwright.workflows.state import GateRef
-from portwright.workflows.steps import emit, gate_refs, load, run_role, save, workspace
+from portwright.workflows.steps import emit, gate_refs, save
 from portwright.workflows.sync_merge import merge_port
 from portwright.workflows.sync_state import (
     ACCOUNTED,
@@ -63,8 +55,6 @@ Update = dict[str, Any]
 Body = Callable[[SyncState, Runtime[RunContext]], Update]
 REPORT = "gap.json"
 """The scan's report in the sync's folder."""
-_GAP_TO_VERDICT = {GapStatus.MISSING: Verdict.MISSING, GapStatus.PARTIAL: Verdict.PARTIAL,
-                   GapStatus.STALE: Verdict.PARTIAL, GapStatus.LANDED: Verdict.LANDED}
 
 
 def sync_node(name: SyncNode) -> Callable[[Body], Callable[..., Update]]:
@@ -101,7 +91,7 @@ def child_id(sync_id: str, row: str) -> str:
 
 # ---------------------------------------------------------------------------------- scan
 
-def _short_evidence(commit: CommitGap) -> list[str]:
+def short_evidence(commit: CommitGap) -> list[str]:
     out = []
     for e in commit.evidence:
         where = f"{e.path}:{e.line}" if e.path and e.line else e.where
@@ -128,128 +118,12 @@ def scan(state: SyncState, runtime: Runtime[RunContext]) -> Update:
         downstream = next((e.path for e in item.evidence if e.carried and e.path), "")
         commits.append(SyncCommit(sha=item.sha, subject=item.subject,
                                   scan=item.verdict.value, confidence=item.confidence,
-                                  reason=item.reason, evidence=_short_evidence(item),
+                                  reason=item.reason, evidence=short_evidence(item),
                                   downstream=downstream or ""))
     emit("scanned", commits=len(commits), counts=report.counts())
     return {"sync_id": ctx.run_id, "pin": pin, "base": ctx.commit,
             "branch": branch_name(ctx.run_id), "commits": commits,
             "status": SyncStatus.RUNNING, "reason": ""}
-
-
-# ------------------------------------------------------------------------------- confirm
-
-def _confirm_role(commit: CommitGap) -> Any:
-    """The gap verifier, with the framework's rule on the verdicts the evidence allows
-    added to its own check (a refused verdict is answered back to the model)."""
-    base_check = gap_verifier.ROLE.check
-
-    def check(context: gap_verifier.GapContext, verdict: GapVerdict,
-              ws: Workspace) -> list[str]:
-        problems = base_check(context, verdict, ws) if base_check is not None else []
-        refused = why_not(commit, _GAP_TO_VERDICT[verdict.status])
-        return problems + ([refused] if refused else [])
-
-    return dataclasses.replace(gap_verifier.ROLE, check=check)
-
-
-def _evidence_text(commit: CommitGap) -> str:
-    files = "\n".join(f"- {f.path} ({f.kind}, {f.status}, +{f.added_lines} "
-                      f"-{f.removed_lines}"
-                      + (f", no behaviour: {f.no_behaviour})" if f.no_behaviour else ")")
-                      for f in commit.files)
-    signals = "\n".join(f"- {line}" for line in _short_evidence(commit)) or "- none"
-    allowed = ", ".join(v.value for v in allowed_verdicts(commit))
-    return (f"Upstream commit: {commit.sha} {commit.subject}\n"
-            f"The scan could not decide: {commit.reason}\n\nFiles changed:\n{files}\n\n"
-            f"Signals searched in the port:\n{signals}\n\n"
-            f"Verdicts this evidence allows: {allowed}")
-
-
-def _symbols(commit: CommitGap) -> list[str]:
-    found = [*commit.added, *commit.removed, *commit.tests, *commit.literals]
-    return found or [f.path for f in commit.files if f.kind in ("source", "tests")] or \
-        [f.path for f in commit.files] or [commit.sha[:12]]
-
-
-def _confirm_one(ctx: RunContext, state: SyncState, commit: CommitGap) -> tuple[str, str, str]:
-    """(verdict, reason, file) of the gap verifier's confirmation, or ("", why, "")."""
-    name = f"confirm-{commit.sha[:12]}.json"
-    if (ctx.dir / name).is_file():
-        kept = GapVerdict.model_validate(load(ctx, name))
-        return _GAP_TO_VERDICT[kept.status].value, kept.reasoning, name
-    config = ctx.project.config
-    upstream = ctx.project.upstream()
-    context = gap_verifier.GapContext(
-        rules_prose=ctx.rules.prose_for(None), symbols=_symbols(commit),
-        upstream_name=config.upstream.name, pin=state.pin,
-        row=f"Upstream commit: {commit.sha} {commit.subject}",
-        evidence=_evidence_text(commit))
-    ws = workspace(ctx, state.pin, evidence=EvidenceSources(
-        gap=gap_source(upstream, ctx.project.root, state.pin, config)))
-    outcome = run_role(ctx, _confirm_role(commit), context, ws)
-    if not outcome.ok or outcome.result is None:
-        return "", f"the gap verifier could not confirm it: {outcome.status}: " \
-                   f"{outcome.reason}", ""
-    save(ctx, name, outcome.result)
-    verdict = _GAP_TO_VERDICT[outcome.result.status]
-    return verdict.value, outcome.result.reasoning, name
-
-
-def covering_row(commit: CommitGap, rows: list[MatrixRow]) -> MatrixRow | None:
-    """The first matrix row whose Upstream column names a path the commit changed, or a
-    name it added or removed."""
-    names = {*commit.added, *commit.removed}
-    paths = {p for f in commit.files for p in (f.path, f.old_path) if p}
-    for row in rows:
-        for entry in (u.strip("`").strip() for u in row.upstream):
-            if entry in names or entry in paths or (entry.endswith("/") and any(
-                    p.startswith(entry) for p in paths)):
-                return row
-    return None
-
-
-@sync_node(SyncNode.CONFIRM)
-def confirm(state: SyncState, runtime: Runtime[RunContext]) -> Update:
-    """Record the scan's verdicts; ask the gap verifier about each ``uncertain`` commit and
-    record its answer only when the evidence allows it (:mod:`portwright.evidence.confirm`);
-    find the matrix row whose run ports each missing or partial commit."""
-    ctx = runtime.context
-    report = GapReport.model_validate(load(ctx, REPORT))
-    by_sha = {c.sha: c for c in report.commits}
-    rows = load_rows(ctx.project.root, ctx.project.config)
-    out: list[SyncCommit] = []
-    for entry in state.commits:
-        item = entry.model_copy()
-        gap = by_sha[item.sha]
-        if not item.verdict and item.scan == Verdict.UNCERTAIN.value:
-            verdict, reason, name = _confirm_one(ctx, state, gap)
-            emit("confirmed", commit=item.sha, verdict=verdict or "-")
-            if verdict:
-                item.verdict, item.reason, item.decided_by = verdict, reason, "gap_verifier"
-                item.confirmation = name
-            else:
-                item.account, item.hold = Account.BLOCKED, reason
-        elif not item.verdict:
-            item.verdict = item.scan
-        if item.verdict == Verdict.NOT_APPLICABLE.value:
-            item.account = Account.NOT_APPLICABLE
-        elif item.verdict == Verdict.LANDED.value:
-            item.account = Account.LANDED
-        elif item.verdict in (Verdict.MISSING.value, Verdict.PARTIAL.value) and not item.row:
-            row = covering_row(gap, rows)
-            if row is None:
-                names = ", ".join([*gap.added, *(f.path for f in gap.files)][:6])
-                item.account = Account.UNCOVERED
-                item.hold = (f"{item.verdict}, and no matrix row covers it: add a row whose "
-                             f"Upstream column names one of: {names}")
-            else:
-                item.row, item.run_id = row.id, child_id(ctx.run_id, row.id)
-        out.append(item)
-    # the port runs' worktrees, made one after another here: `git worktree add` run in
-    # parallel races on the repository's worktree list
-    for run_id in dict.fromkeys(c.run_id for c in out if c.run_id):
-        run_worktree(ctx.project.root, ctx.project.worktree_dir(run_id), run_id, state.base)
-    return {"commits": out}
 
 
 def fan_out(state: SyncState) -> list[Send] | str:

@@ -14,7 +14,7 @@ from portwright.errors import ParityFileError
 from portwright.evidence.confirm import allowed_verdicts, why_not
 from portwright.evidence.gapmodels import ChangedFile, CommitGap, Evidence, Verdict
 from portwright.parity.matrix import MatrixRow, by_priority, parse_priority, rows_of_text
-from portwright.workflows.sync_nodes import covering_row
+from portwright.workflows.sync_confirm import covering_row
 from tests.conftest import GitRepo
 from tests.workflows.sync_world import build_sync_world
 
