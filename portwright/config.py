@@ -280,6 +280,13 @@ class BoundsConfig(_Model):
     """Review rounds that may request changes."""
 
 
+class SyncConfig(_Model):
+    """How ``portwright sync`` and ``portwright run --next`` run their port runs."""
+
+    concurrency: int = Field(default=2, gt=0, le=64)
+    """Port runs that go at once (each has its own worktree and sandbox)."""
+
+
 class PortwrightConfig(_Model):
     """The whole of ``portwright.toml``."""
 
@@ -299,6 +306,8 @@ class PortwrightConfig(_Model):
     """Loop bounds."""
     runs: RunsConfig = Field(default_factory=RunsConfig)
     """Checkpoints of runs."""
+    sync: SyncConfig = Field(default_factory=SyncConfig)
+    """Pin syncs and scheduled runs."""
     state_dir: str | None = None
     """Folder for run state, caches and the upstream clone, shared by projects (each gets
     ``projects/<name>-<hash>`` in it). An absolute path outside every repository: sandboxed

@@ -112,7 +112,11 @@ def _finish(result: RunView, as_json: bool) -> None:
 
 
 def run(
-    row: Annotated[str, typer.Argument(help="The parity row to port (its id in the matrix).")],
+    row: Annotated[str | None, typer.Argument(
+        help="The parity row to port (its id in the matrix).")] = None,
+    next_rows: Annotated[int | None, typer.Option(
+        "--next", min=1, help="Port the N highest-priority open rows instead (matrix "
+        "priority column; one after another).")] = None,
     model: Annotated[str | None, typer.Option(help="Model name (overrides [model] name).")]
     = None,
     sandbox: Annotated[str | None, typer.Option(
@@ -138,11 +142,58 @@ def run(
     if sandbox not in (None, "auto", "docker", "bwrap", "local"):
         raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
                          fix="use auto, docker, bwrap or local")
+    if (row is None) == (next_rows is None):
+        raise UsageError("name one row, or pass --next N", key="ROW",
+                         fix="`portwright run ROW` or `portwright run --next 3`")
     proj = _overrides(project(committed=True), model, sandbox, approve)
+    if next_rows is not None:
+        if run_id is not None or replay is not None or record is not None:
+            raise UsageError("--next starts several runs", key="--next",
+                             fix="drop --run-id, --replay and --record with --next")
+        _run_next(proj, next_rows, allow_local or sandbox == "local", as_json)
+        return
+    assert row is not None
     result = driver.start(proj, row, _printer(as_json), run_id=run_id,
                           allow_local=allow_local or sandbox == "local", replay=replay,
                           record=record)
     _finish(result, as_json)
+
+
+def next_open_rows(proj: Project, count: int) -> list[str]:
+    """The ``count`` open rows (not in a done status, no run of theirs waiting or running)
+    with the highest priority."""
+    from portwright.parity.matrix import by_priority, load_rows
+    from portwright.workflows import driver
+
+    busy = {v.values["row"] for v in driver.views(proj) if v.status.value in ("waiting",
+                                                                            "running")}
+    done = set(proj.config.artifacts.done_statuses)
+    rows = [r for r in by_priority(load_rows(proj.root, proj.config))
+            if r.status not in done and r.id not in busy]
+    return [r.id for r in rows[:count]]
+
+
+def _run_next(proj: Project, count: int, allow_local: bool, as_json: bool) -> None:
+    from portwright.workflows import driver
+    from portwright.workflows.state import RunStatus
+
+    chosen = next_open_rows(proj, count)
+    if not as_json:
+        console.print(f"next rows: {', '.join(chosen) or 'none open'}", markup=False)
+    outcomes = []
+    for row_id in chosen:
+        result = driver.start(proj, row_id, _printer(as_json), allow_local=allow_local)
+        outcomes.append(result)
+        if not as_json:
+            console.print(f"run {result.run_id} ({row_id}): {result.status}"
+                          + (f" — {result.values['reason']}" if result.values.get("reason")
+                             else ""), markup=False)
+    if as_json:
+        emit_json([{"run_id": r.run_id, "row": r.values["row"], "status": r.status.value,
+                    "reason": r.values.get("reason", ""), "branch": r.values.get("branch", "")}
+                   for r in outcomes])
+    if any(r.status is RunStatus.BLOCKED for r in outcomes):
+        raise typer.Exit(1)
 
 
 def resume(
@@ -152,10 +203,18 @@ def resume(
     allow_local: AllowLocal = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Continue a run from its last checkpoint (after a crash, a kill, a reboot)."""
+    """Continue a run or a sync from its last checkpoint (after a crash, a kill, a
+    reboot); a sync that ended held back is picked up again."""
     from portwright.workflows import driver
+    from portwright.workflows.sync_driver import is_sync
 
-    result = driver.resume(project(committed=True), run_id, _printer(as_json),
+    proj = project(committed=True)
+    if is_sync(proj, run_id):
+        from portwright.cli.sync import resume_sync
+
+        resume_sync(proj, run_id, as_json, allow_local)
+        return
+    result = driver.resume(proj, run_id, _printer(as_json),
                            allow_local=allow_local, replay=replay)
     _finish(result, as_json)
 
@@ -267,12 +326,19 @@ def status(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     as_json: JsonOption = False,
 ) -> None:
-    """A run's timeline, gates, red/green records, spend and what it waits for."""
+    """A run's timeline, gates, red/green records, spend and what it waits for; a sync's
+    per-commit table."""
     from portwright.runs.report import spend
     from portwright.workflows import driver
     from portwright.workflows.driver import open_checkpointer
+    from portwright.workflows.sync_driver import is_sync
 
     proj = project()
+    if is_sync(proj, run_id):
+        from portwright.cli.sync import status_sync
+
+        status_sync(proj, run_id, as_json)
+        return
     with open_checkpointer(proj) as saver:
         current = driver.view(proj, run_id, saver)
     values = current.values
@@ -335,12 +401,19 @@ def report(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     as_json: JsonOption = False,
 ) -> None:
-    """The run's evidence bundle as markdown (what the pull request body holds)."""
+    """The run's evidence bundle as markdown (what the pull request body holds); a sync's
+    report."""
     from portwright.runs.report import render_report
     from portwright.workflows import driver
     from portwright.workflows.driver import open_checkpointer
+    from portwright.workflows.sync_driver import is_sync
 
     proj = project()
+    if is_sync(proj, run_id):
+        from portwright.cli.sync import report_sync
+
+        report_sync(proj, run_id, as_json)
+        return
     with open_checkpointer(proj) as saver:
         current = driver.view(proj, run_id, saver)
     values = {**current.values, "status": current.status.value}

@@ -14,7 +14,9 @@ the columns ``change``, ``upstream``, ``kind``, ``cost`` and ``notes`` (``cost``
 ``change`` is a downstream path or glob (what the entry covers). ``upstream`` is an anchor,
 an upstream commit sha, or ``from-scratch`` (then the item must be in the inventory).
 ``kind`` is ``port``, ``adaptation``, ``divergence`` (a deliberate one: ``cost`` says what
-it costs) or ``from-scratch``.
+it costs), ``from-scratch``, or ``not-applicable``: an upstream commit the port does not
+carry (docs, CI, a change reverted in the same range), its ``change`` ``-``, its
+``upstream`` the commit's sha (``portwright sync`` records these).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class LedgerKind(StrEnum):
     ADAPTATION = "adaptation"
     DIVERGENCE = "divergence"
     FROM_SCRATCH = "from-scratch"
+    NOT_APPLICABLE = "not-applicable"
 
 
 class LedgerEntry(BaseModel):

@@ -10,7 +10,10 @@ A matrix is any table, in a file matched by ``[artifacts] matrices``, whose head
 Columns: ``id`` (also ``row``), ``title`` (also ``name``), ``status`` (one of
 ``[artifacts] statuses``), ``spec`` (a link or a path; empty or ``-`` for none),
 ``upstream`` (comma-separated upstream paths or symbols the row covers; optional) and
-``notes`` (optional). Other columns are kept and ignored. Ids are unique across matrices.
+``notes`` (optional) and ``priority`` (optional: an integer, lower first, or ``P0``…``P9``,
+``high`` / ``medium`` / ``low``; rows without one come after, in file order — the order
+``portwright run --next N`` takes open rows in). Other columns are kept and ignored. Ids are
+unique across matrices.
 
 :func:`update_row` rewrites the cells of one row and leaves every other byte of the file
 identical.
@@ -38,7 +41,8 @@ from portwright.parity.markdown import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MatrixRow", "find_row", "load_rows", "spec_path", "update_row"]
+__all__ = ["MatrixRow", "by_priority", "find_row", "load_rows", "parse_priority", "spec_path",
+           "update_row"]
 
 ID_NAMES = ("id", "row", "row id")
 TITLE_NAMES = ("title", "name")
@@ -46,6 +50,9 @@ STATUS_NAMES = ("status",)
 SPEC_NAMES = ("spec",)
 UPSTREAM_NAMES = ("upstream",)
 NOTES_NAMES = ("notes", "note")
+PRIORITY_NAMES = ("priority", "prio")
+_WORDS = {"critical": 0, "highest": 0, "high": 1, "medium": 2, "normal": 2, "low": 3,
+          "lowest": 4}
 
 
 class MatrixRow(BaseModel):
@@ -65,6 +72,8 @@ class MatrixRow(BaseModel):
     """Upstream paths or symbols the row covers (may be empty)."""
     notes: str
     """Free text."""
+    priority: int | None = None
+    """Lower runs first (``P1`` is 1, ``high`` 1, ``medium`` 2, ``low`` 3); None: unset."""
     file: str
     """The matrix file, posix, relative to the downstream repo."""
     line: int
@@ -85,6 +94,30 @@ def _status(value: str, allowed: list[str], path: Path, line: int) -> str:
             fix=f"use one of: {', '.join(allowed)} (or add it to [artifacts] statuses)",
         )
     return found
+
+
+def parse_priority(value: str, path: Path, line: int) -> int | None:
+    """A priority cell: an integer, ``P<n>``, or a word (critical, high, medium, low…);
+    empty or ``-`` for none."""
+    plain = plain_cell(value).strip().lower()
+    if plain in ("", "-"):
+        return None
+    number = plain[1:] if plain.startswith("p") and plain[1:].isdigit() else plain
+    if number.isdigit():
+        return int(number)
+    if plain in _WORDS:
+        return _WORDS[plain]
+    raise ParityFileError(f"unknown priority {plain!r}", file=path, line=line, key="priority",
+                          fix="write an integer (lower runs first), P0…P9, or one of: "
+                              + ", ".join(_WORDS))
+
+
+def by_priority(rows: list[MatrixRow]) -> list[MatrixRow]:
+    """``rows`` ordered for scheduled runs: by priority (lower first), rows without one
+    after, file order otherwise."""
+    order = sorted(enumerate(rows), key=lambda pair: (
+        pair[1].priority is None, pair[1].priority or 0, pair[0]))
+    return [row for _, row in order]
 
 
 def _check_tables(text: str, tables: list[Table], path: Path) -> None:
@@ -135,6 +168,7 @@ def rows_of_text(text: str, path: Path, relpath: str, statuses: list[str]) -> li
         c_spec = table.column(*SPEC_NAMES)
         c_up = table.column(*UPSTREAM_NAMES)
         c_notes = table.column(*NOTES_NAMES)
+        c_priority = table.column(*PRIORITY_NAMES)
         for row in table.rows:
             cells = row.cells
             row_id = plain_cell(cells[c_id])
@@ -150,6 +184,8 @@ def rows_of_text(text: str, path: Path, relpath: str, statuses: list[str]) -> li
                 spec=link_target(cells[c_spec]) if c_spec is not None else None,
                 upstream=upstream,
                 notes=cells[c_notes] if c_notes is not None else "",
+                priority=(parse_priority(cells[c_priority], path, row.line)
+                          if c_priority is not None else None),
                 file=relpath,
                 line=row.line,
             ))

@@ -78,6 +78,9 @@ def _serde() -> JsonPlusSerializer:
 
     allowed = [("portwright.workflows.state", name) for name in
                ("CycleState", "Node", "RunStatus", "Step", "GateRef") if hasattr(state, name)]
+    allowed += [("portwright.workflows.sync_state", name) for name in
+                ("SyncState", "SyncCommit", "SyncNode", "SyncStatus", "SyncStep", "Account",
+                 "PortResult", "PortTask")]
     return JsonPlusSerializer(allowed_msgpack_modules=allowed)
 
 
@@ -163,18 +166,20 @@ def _drive(project: Project, run_id: str, base: str, command: str, graph_input: 
 
 def start(project: Project, row: str, on_event: OnEvent, *, run_id: str | None = None,
           allow_local: bool = False, replay: Path | None = None, record: Path | None = None,
-          client: LLMClient | None = None) -> RunView:
-    """Start a run of the cycle on ``row`` from the repository's HEAD, in its own worktree
-    and branch; returns where it stands when it ends or waits."""
+          client: LLMClient | None = None, base: str | None = None,
+          target: str | None = None) -> RunView:
+    """Start a run of the cycle on ``row`` from the repository's HEAD (or ``base``), in its
+    own worktree and branch, porting upstream's behaviour at ``upstream.branch`` (or
+    ``target``); returns where it stands when it ends or waits."""
     run_id = run_id or new_run_id("run")
     if project.run_dir(run_id).exists():
         raise UsageError(f"run {run_id!r} exists already", key="--run-id",
                          fix=f"resume it with `portwright resume {run_id}`, or pick another id")
-    base = plumbing.rev_parse(project.root, "HEAD")
+    base = plumbing.rev_parse(project.root, base or "HEAD")
     on_event({"event": "run_started", "run_id": run_id, "row": row, "base": base})
-    return _drive(project, run_id, base, f"run {row}", CycleState(row=row), on_event,
-                  resume=False, allow_local=allow_local, replay=replay, record=record,
-                  client=client)
+    return _drive(project, run_id, base, f"run {row}",
+                  CycleState(row=row, target=target or ""), on_event, resume=False,
+                  allow_local=allow_local, replay=replay, record=record, client=client)
 
 
 def _base_of(project: Project, run_id: str) -> str:
@@ -225,8 +230,15 @@ def run_ids(project: Project) -> list[str]:
     if not project.runs_dir.is_dir():
         return []
     found = [p for p in project.runs_dir.iterdir() if (p / "run.json").is_file()
-             and not p.name.startswith(("gates-", "verify-gap-"))]
+             and not p.name.startswith(("gates-", "verify-gap-"))
+             and not _is_sync(project, p.name)]
     return [p.name for p in sorted(found, key=lambda p: (p / "run.json").stat().st_mtime)]
+
+
+def _is_sync(project: Project, run_id: str) -> bool:
+    from portwright.workflows.sync_driver import is_sync
+
+    return is_sync(project, run_id)
 
 
 def views(project: Project) -> list[RunView]:

@@ -36,7 +36,7 @@ def prepare(state: CycleState, runtime: Runtime[RunContext]) -> Update:
                        "its Upstream column; add the function or class it ports")
     upstream = ctx.project.upstream()
     pin = plumbing.rev_parse(upstream, read_pin(root, config))
-    target = plumbing.rev_parse(upstream, config.upstream.branch)
+    target = plumbing.rev_parse(upstream, state.target or config.upstream.branch)
     symbol = next((s for s in symbols if _defined(upstream, s, target, ctx)), None)
     if symbol is None:
         return blocked(f"none of the row's upstream names ({', '.join(symbols)}) is defined "

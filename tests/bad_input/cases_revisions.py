@@ -48,6 +48,11 @@ def _markup_surface(w: World) -> None:
                                          '    return x\n'})
 
 
+def _dirty_ledger(w: World) -> None:
+    w.write("parity-ledger.md", w.read("parity-ledger.md") + "\n<!-- an edit nobody "
+            "committed -->\n")
+
+
 def _injected(w: World, home: object) -> str | None:
     return "git wrote the file an option named" if (w.root / "injected").exists() else None
 
@@ -84,6 +89,17 @@ CASES = [
     Case("rev-gates-base-injection", ("gates", "run", "--phase", "spec",
                                       "--base=--output={root}/injected"),
          says=("--output",), after=_injected),
+    Case("rev-sync-to-nonsense", ("sync", "--to", "nope"), says=("nope", "--to")),
+    Case("rev-sync-to-empty", ("sync", "--to", ""), says=("--to",)),
+    Case("rev-sync-to-tree", ("sync", "--to", "{tree}"), says=("tree", "--to")),
+    Case("rev-sync-to-unrelated", ("sync", "--to", "other"), _orphan_branch,
+         says=("other", "descend", "--to")),
+    Case("rev-sync-to-injection", ("sync", "--to=--output={root}/injected"),
+         says=("--output",), after=_injected),
+    Case("rev-sync-dirty-tree", ("sync", "--to", "{head}"), _dirty_ledger, commit=False,
+         says=("uncommitted", "parity-ledger.md")),
+    Case("rev-sync-concurrency-zero", ("sync", "--to", "{head}", "--concurrency", "0"),
+         says=("--concurrency",)),
     # rich markup in commit subjects, titles and code is printed as written
     Case("markup-gap-subject", ("gap",), _markup_subject, expect=0,
          says=("fix [/] and [bold]markup[/bold] :x:",), json=False),

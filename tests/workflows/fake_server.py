@@ -10,6 +10,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from portwright.agents.llm import CompletionRequest, Message, ToolCall
+from portwright.agents.offline import ScriptedModel
 from tests.agents.helpers import chat_body
 from tests.workflows.porter import Plan, porter
 
@@ -26,7 +27,11 @@ def _message(raw: dict[str, Any]) -> Message:
 
 def serve_porter(server: HTTPServer, plan: Plan) -> None:
     """Answer every chat completion on ``server`` as the porter of ``plan`` would."""
-    model = porter(plan)
+    serve_model(server, porter(plan))
+
+
+def serve_model(server: HTTPServer, model: ScriptedModel) -> None:
+    """Answer every chat completion on ``server`` as ``model`` would."""
 
     def handle(request: Request) -> Response:
         body = json.loads(request.get_data())
