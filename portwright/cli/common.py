@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,3 +76,25 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+def apply_overrides(model: str | None, sandbox: str | None, approve: str | None) -> None:
+    """``--model``, ``--sandbox`` and ``--approve`` as ``PORTWRIGHT_*`` variables of this
+    process: every project loaded from now on (a run's, a sync's and each of its port runs',
+    read from their base commit) gets them, and each run records the config it started with
+    (``run.json``), which its resumes use."""
+    from portwright.errors import UsageError
+
+    if approve not in (None, "auto", "ask"):
+        raise UsageError(f"--approve {approve!r}", key="--approve", fix="use auto or ask")
+    if sandbox not in (None, "auto", "docker", "bwrap", "local"):
+        raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
+                         fix="use auto, docker, bwrap or local")
+    if model:
+        os.environ["PORTWRIGHT_MODEL__NAME"] = model
+    if sandbox:
+        os.environ["PORTWRIGHT_SANDBOX__BACKEND"] = sandbox
+    if approve:
+        policy = "never" if approve == "auto" else "always"
+        for point in ("SPEC", "ADVANCE", "PR"):
+            os.environ[f"PORTWRIGHT_APPROVALS__{point}"] = policy

@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from portwright.cli.common import console, emit_json, err_console, project
+from portwright.cli.common import apply_overrides, console, emit_json, err_console, project
 
 if TYPE_CHECKING:
     from portwright.project import Project
@@ -60,26 +60,6 @@ def _printer(as_json: bool) -> Any:
             console.print("[yellow]waiting for a decision[/]")
 
     return show
-
-
-def _overrides(proj: Project, model: str | None, sandbox: str | None,
-               approve: str | None) -> Project:
-    from dataclasses import replace
-
-    config = proj.config
-    if model:
-        config = config.model_copy(update={"model": config.model.model_copy(
-            update={"name": model})})
-    if sandbox:
-        from portwright.config import SandboxBackend
-
-        config = config.model_copy(update={"sandbox": config.sandbox.model_copy(
-            update={"backend": SandboxBackend(sandbox)})})
-    if approve:
-        policy = "never" if approve == "auto" else "always"
-        config = config.model_copy(update={"approvals": config.approvals.model_copy(
-            update={"spec": policy, "advance": policy, "pr": policy})})
-    return replace(proj, config=config)
 
 
 def _finish(result: RunView, as_json: bool) -> None:
@@ -137,15 +117,11 @@ def run(
     from portwright.errors import UsageError
     from portwright.workflows import driver
 
-    if approve not in (None, "auto", "ask"):
-        raise UsageError(f"--approve {approve!r}", key="--approve", fix="use auto or ask")
-    if sandbox not in (None, "auto", "docker", "bwrap", "local"):
-        raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
-                         fix="use auto, docker, bwrap or local")
+    apply_overrides(model, sandbox, approve)
     if (row is None) == (next_rows is None):
         raise UsageError("name one row, or pass --next N", key="ROW",
                          fix="`portwright run ROW` or `portwright run --next 3`")
-    proj = _overrides(project(committed=True), model, sandbox, approve)
+    proj = project(committed=True)
     if next_rows is not None:
         if run_id is not None or replay is not None or record is not None:
             raise UsageError("--next starts several runs", key="--next",

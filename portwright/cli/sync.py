@@ -7,7 +7,6 @@ the pin back, 2 bad input.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -16,7 +15,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from portwright.cli.common import console, emit_json, project
+from portwright.cli.common import apply_overrides, console, emit_json, project
 
 if TYPE_CHECKING:
     from portwright.project import Project
@@ -30,27 +29,6 @@ def register(app: typer.Typer) -> None:
     """Add this room's commands to ``app``."""
     app.command()(sync)
     app.command()(syncs)
-
-
-def set_overrides(model: str | None, sandbox: str | None, approve: str | None) -> None:
-    """Command-line overrides as ``PORTWRIGHT_*`` variables of this process: every project
-    loaded from now on (the sync's and each port run's, read from their base commit) gets
-    them."""
-    from portwright.errors import UsageError
-
-    if approve not in (None, "auto", "ask"):
-        raise UsageError(f"--approve {approve!r}", key="--approve", fix="use auto or ask")
-    if sandbox not in (None, "auto", "docker", "bwrap", "local"):
-        raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
-                         fix="use auto, docker, bwrap or local")
-    if model:
-        os.environ["PORTWRIGHT_MODEL__NAME"] = model
-    if sandbox:
-        os.environ["PORTWRIGHT_SANDBOX__BACKEND"] = sandbox
-    if approve:
-        policy = "never" if approve == "auto" else "always"
-        for point in ("SPEC", "ADVANCE", "PR"):
-            os.environ[f"PORTWRIGHT_APPROVALS__{point}"] = policy
 
 
 class _Progress:
@@ -171,7 +149,7 @@ def sync(
     move the pin once every commit is accounted for and every pin gate passes."""
     from portwright.workflows import sync_driver
 
-    set_overrides(model, sandbox, approve)
+    apply_overrides(model, sandbox, approve)
     proj = project(committed=True)
     target = to if to is not None else proj.config.upstream.branch
     progress = _Progress(as_json)

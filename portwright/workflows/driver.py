@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command, StreamMode
+from pydantic import ValidationError
 
 from portwright.agents.llm import LLMClient
+from portwright.config import PortwrightConfig
 from portwright.errors import UsageError
 from portwright.project import Project
 from portwright.runs.store import RunStore
@@ -139,12 +141,31 @@ def view(project: Project, run_id: str, saver: BaseCheckpointSaver[Any], *,
                    waiting=waiting)
 
 
+def _run_project(project: Project, run_id: str, worktree: Path, base: str, *,
+                 resume: bool) -> Project:
+    """The project a run works on: its worktree, with the config as committed at ``base``
+    (and this process's ``PORTWRIGHT_*`` overrides) when it starts, and the config it
+    recorded then when it resumes — a resume from another process, without the command
+    line's ``--model`` / ``--sandbox`` / ``--approve``, goes on as the run started."""
+    run_project = Project.load(worktree, at=base, environ=project.environ)
+    manifest = RunStore(project.runs_dir, run_id).manifest() if resume else None
+    if manifest is None:
+        return run_project
+    try:
+        config = PortwrightConfig.model_validate(manifest.config)
+    except ValidationError as exc:
+        raise UsageError(f"the config run {run_id} recorded at its start no longer reads: "
+                         f"{exc.errors()[0]['msg']}", key="RUN",
+                         fix="start a new run of its row") from exc
+    return replace(run_project, config=config)
+
+
 def _drive(project: Project, run_id: str, base: str, command: str, graph_input: Any,
            on_event: OnEvent, *, resume: bool, allow_local: bool = False,
            replay: Path | None = None, record: Path | None = None,
            client: LLMClient | None = None) -> RunView:
     worktree = run_worktree(project.root, project.worktree_dir(run_id), run_id, base)
-    run_project = Project.load(worktree, at=base)
+    run_project = _run_project(project, run_id, worktree, base, resume=resume)
     with _lock(project.run_dir(run_id)), \
             open_run(run_project, command, run_id=run_id, allow_local=allow_local,
                      replay=replay, record=record, resume=resume,

@@ -130,3 +130,17 @@ def test_edited_spec_replaces_it_and_is_checked_again(make_repo: Callable[[str],
     branch = json.loads(pw(w.repo, "status", "ed-1", "--json", check=True).stdout)["branch"]
     log = w.downstream.git("log", "--format=%b", branch)
     assert "Portwright-Step: spec-edit-1" in log
+
+
+def test_approve_ask_on_the_command_line_holds_for_the_whole_run(
+        make_repo: Callable[[str], GitRepo], httpserver: HTTPServer) -> None:
+    """`run --approve ask` waits at every approval point although the committed config says
+    never, and keeps doing so when the run is answered from another process."""
+    w = world(make_repo, httpserver)  # every point "never" in portwright.toml
+    parked = final(pw(w.repo, "run", "kv-cache", "--run-id", "ask-cli", "--approve", "ask",
+                      "--json"))
+    assert parked["status"] == "waiting", parked
+    assert parked["waiting"]["action_requests"][0]["name"] == "approve_spec"
+    after_spec = final(pw(w.repo, "approve", "ask-cli", "--json"))
+    assert after_spec["status"] == "waiting", after_spec
+    assert after_spec["waiting"]["action_requests"][0]["name"] == "approve_advance"
