@@ -92,8 +92,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        out = self.process.stdout.read() if self.process.stdout else ""
-        return out
+        return self.process.stdout.read() if self.process.stdout else ""
 
 
 @contextlib.contextmanager

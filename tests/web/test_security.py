@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.conftest import GitRepo
 from tests.web.conftest import SECRET, pw, serve
@@ -87,7 +86,7 @@ def test_a_cross_site_post_is_refused(make_repo: Callable[[str], GitRepo]) -> No
             blind = client.post(path, data={"decision": "approve", "csrf": csrf})
             assert blind.status_code == 403, path
         # both checks pass: the request reaches the run (which does not exist)
-        real = client.post("/runs/some-run/decide", data={"decision": "approve", "csrf": csrf},
+        real = client.post("/runs/some-run/approve", data={"decision": "approve", "csrf": csrf},
                            headers={"Origin": server.url})
         assert real.status_code == 404
         # a foreign Host (DNS rebinding) is refused before anything else

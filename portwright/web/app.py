@@ -1,0 +1,388 @@
+"""The ASGI app: the runs page, a run's page, its approvals, and their event streams.
+
+Pages are rendered on the server; htmx swaps the live parts when a stream says
+``changed``. Reads run in worker threads (git, the checkpointer, the run's folder); a
+decision is handed to :class:`~portwright.web.decisions.Decider`. Every route that changes
+state takes POST and checks the CSRF token itself; the token, the hosts and the origin are
+checked by :class:`~portwright.web.security.GuardMiddleware` before any route.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import anyio
+from markupsafe import Markup
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from portwright.errors import PortwrightError, UsageError
+from portwright.project import Project
+from portwright.web import markdown, render, runpage, summaries
+from portwright.web.checkpoints import Checkpoints
+from portwright.web.decisions import Decider, Outcome, check_spec
+from portwright.web.diffs import _lexer, stylesheet
+from portwright.web.security import Guard, GuardMiddleware, csrf_ok
+
+logger = logging.getLogger(__name__)
+
+POLL = 1.0
+"""Seconds between two looks at the state folder for an event stream."""
+HEARTBEAT = 15.0
+_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+@dataclass
+class Site:
+    """What every request of one server shares."""
+
+    project: Project
+    checkpoints: Checkpoints
+    decider: Decider
+
+
+def _site(request: Request) -> Site:
+    site: Site = request.app.state.site
+    return site
+
+
+def _run_id(request: Request) -> str:
+    run_id = str(request.path_params["run_id"])
+    if not _RUN_ID.fullmatch(run_id):
+        raise LookupError(run_id)
+    return run_id
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status)
+
+
+def _not_found(what: str) -> HTMLResponse:
+    body = render.render("message.html", title="Not found", run_id="", back="/",
+                         tone="bad", headline=what, detail="")
+    return _html(body, 404)
+
+
+async def _thread(fn: Callable[..., Any], *args: Any) -> Any:
+    return await anyio.to_thread.run_sync(fn, *args)
+
+
+# ------------------------------------------------------------------------------ runs
+
+
+def _filtered(site: Site, status: str, row: str) -> tuple[list[summaries.RunSummary], int,
+                                                            list[str]]:
+    every = summaries.summaries(site.project, site.checkpoints)
+    wanted = [r for r in every if (not status or r.status == status or
+                                   (status == "done" and r.status == "landed"))
+              and (not row or r.row == row)]
+    return wanted, len(every), sorted({r.row for r in every})
+
+
+def _runs_context(request: Request, site: Site) -> dict[str, Any]:
+    status = request.query_params.get("status", "")
+    row = request.query_params.get("row", "")
+    runs, total, rows = _filtered(site, status, row)
+    query = urlencode({k: v for k, v in (("status", status), ("row", row)) if v})
+    return {"runs": runs, "total": total, "rows": rows, "status": status, "row": row,
+            "query": query, "statuses": [(k, v) for k, v in summaries.LABELS.items()
+                                         if k != "landed"]}
+
+
+async def runs_page(request: Request) -> Response:
+    site = _site(request)
+    context = await _thread(_runs_context, request, site)
+    return _html(render.render("runs.html", **context))
+
+
+async def runs_table(request: Request) -> Response:
+    site = _site(request)
+    context = await _thread(_runs_context, request, site)
+    return _html(render.render("_runs_table.html", **context))
+
+
+def _stream(request: Request, stamp: Callable[[], str]) -> StreamingResponse:
+    async def events() -> AsyncIterator[str]:
+        last = await _thread(stamp)
+        quiet = 0.0
+        yield "retry: 2000\n\n"
+        while True:
+            await anyio.sleep(POLL)
+            now = await _thread(stamp)
+            if now != last:
+                last, quiet = now, 0.0
+                yield "event: changed\ndata: {}\n\n"
+                continue
+            quiet += POLL
+            if quiet >= HEARTBEAT:
+                quiet = 0.0
+                yield ": still here\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"X-Accel-Buffering": "no"})
+
+
+async def runs_events(request: Request) -> Response:
+    site = _site(request)
+    return _stream(request, lambda: summaries.list_stamp(site.project, site.checkpoints))
+
+
+# ------------------------------------------------------------------------------- run
+
+
+def _run_context(request: Request, site: Site, run_id: str, *, fragment: bool = False
+                 ) -> dict[str, Any]:
+    page = runpage.build(site.project, site.checkpoints, run_id)
+    request_ = page.request
+    description = markdown.render(str(request_.get("description", ""))) if request_ \
+        else Markup("")
+    return {"page": page, "static": False, "csrf": request.state.csrf,
+            "description": description, "failure": site.decider.failure(run_id),
+            "inflight": site.decider.inflight(run_id), "fragment": fragment}
+
+
+async def run_page(request: Request) -> Response:
+    site = _site(request)
+    try:
+        context = await _thread(_run_context, request, site, _run_id(request))
+    except (LookupError, UsageError):
+        return _not_found(f"no run {request.path_params['run_id']!r} in this project")
+    return _html(render.render("run.html", **context))
+
+
+async def run_live(request: Request) -> Response:
+    site = _site(request)
+    try:
+        context = await _thread(_run_context, request, site, _run_id(request))
+    except (LookupError, UsageError):
+        return _not_found("no such run")
+    return _html(render.render("_live.html", **context))
+
+
+async def run_events(request: Request) -> Response:
+    site = _site(request)
+    try:
+        run_id = _run_id(request)
+    except LookupError:
+        return _not_found("no such run")
+
+    def stamp() -> str:
+        mark = summaries.run_stamp(site.project, site.checkpoints, run_id)
+        return f"{mark}|{site.decider.inflight(run_id)}|{site.decider.failure(run_id)}"
+
+    return _stream(request, stamp)
+
+
+async def run_log(request: Request) -> Response:
+    site = _site(request)
+    try:
+        store = site.project.store(_run_id(request))
+        seq = int(request.path_params["seq"])
+    except (LookupError, UsageError, ValueError):
+        return _not_found("no such log")
+    paths = sorted(store.evidence_dir.glob(f"{seq:04d}-*.json")) \
+        if store.evidence_dir.is_dir() else []
+    if not paths:
+        return _not_found("no such record")
+    try:
+        record = store.read(paths[0])
+    except PortwrightError as exc:
+        return PlainTextResponse(f"the record does not verify: {exc}", status_code=409)
+    return PlainTextResponse(store.log_text(record))
+
+
+def _upstream_lines(site: Site, path: str, at: str) -> list[Markup] | None:
+    from portwright.vcs import plumbing
+
+    data = plumbing.show(site.project.upstream(), at, path)
+    if data is None:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    html = highlight(text, _lexer(path), HtmlFormatter(nowrap=True)).split("\n")
+    return [Markup(line) for line in html[: text.count("\n") + 1]]
+
+
+async def upstream_view(request: Request) -> Response:
+    site = _site(request)
+    path = str(request.path_params["path"])
+    at = request.query_params.get("at", "")
+    if not _SHA.fullmatch(at) or path.startswith(("/", "-")) or ".." in path.split("/"):
+        return _not_found("the upstream view shows a file at a commit sha")
+    try:
+        run_id = _run_id(request)
+        lines = await _thread(_upstream_lines, site, path, at)
+    except (LookupError, PortwrightError):
+        lines = None
+    if lines is None:
+        return _not_found(f"{path} is not in upstream at {at}")
+    return _html(render.render("upstream.html", run_id=run_id, path=path, at=at, lines=lines))
+
+
+async def run_report(request: Request) -> Response:
+    site = _site(request)
+    try:
+        text = await _thread(render.report_html, site.project, site.checkpoints,
+                             _run_id(request))
+    except (LookupError, UsageError):
+        return _not_found("no such run")
+    return _html(text)
+
+
+# -------------------------------------------------------------------------- decisions
+
+
+def _answer(request: Request, run_id: str, outcome: Outcome) -> Response:
+    if request.headers.get("hx-request") == "true":
+        tone = "ok" if outcome.sent else "bad"
+        return _html(render.render("_decision.html", tone=tone, headline=outcome.headline,
+                                   detail=outcome.detail), outcome.status)
+    if outcome.sent:
+        return RedirectResponse(f"/runs/{run_id}", status_code=303)
+    return _html(render.render("message.html", title="Decision", run_id=run_id,
+                               back=f"/runs/{run_id}", tone="bad", headline=outcome.headline,
+                               detail=outcome.detail), outcome.status)
+
+
+async def _form(request: Request) -> tuple[dict[str, str], Response | None]:
+    form = await request.form()
+    values = {k: v for k, v in form.items() if isinstance(v, str)}
+    await form.close()
+    if not csrf_ok(request, values.get("csrf")):
+        return values, PlainTextResponse("refused: the form lacks this session's CSRF token; "
+                                         "reload the page", status_code=403)
+    return values, None
+
+
+def _decision(kind: str, values: dict[str, str], action: str) -> dict[str, Any] | Outcome:
+    message = values.get("message", "").strip()
+    if kind == "approve":
+        return {"type": "approve"}
+    if kind in ("reject", "respond"):
+        if not message:
+            return Outcome(400, f"a {kind} needs a message",
+                           "say what is wrong: the agent that redoes the step reads it")
+        return {"type": kind, "message": message}
+    return {"type": "edit", "edited_action": {"name": action, "args": {"spec": values.get(
+        "spec", "")}}}
+
+
+def _decide(site: Site, run_id: str, kind: str, values: dict[str, str]) -> Outcome:
+    current, pending = site.checkpoints.pending(run_id)
+    action = str(current.waiting["action_requests"][0]["name"]) if current.waiting else ""
+    decision = _decision(kind, values, action)
+    if isinstance(decision, Outcome):
+        return decision
+    if kind == "edit" and pending and pending == values.get("interrupt"):
+        text = values.get("spec", "")
+        if not text.strip():
+            return Outcome(400, "an edit of the spec must give its text")
+        checked = check_spec(site.project, site.checkpoints, run_id, text)
+        if not checked.passed:
+            return Outcome(422, "refused: the edited spec fails the spec checks",
+                           checked.messages())
+    return site.decider.send(run_id, values.get("interrupt", ""), decision)
+
+
+def _decision_route(kind: str) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        values, refusal = await _form(request)
+        if refusal is not None:
+            return refusal
+        site = _site(request)
+        try:
+            run_id = _run_id(request)
+            outcome = await _thread(_decide, site, run_id, kind, values)
+        except (LookupError, UsageError):
+            return _not_found(f"no run {request.path_params['run_id']!r} in this project")
+        return _answer(request, run_id, outcome)
+
+    endpoint.__name__ = f"{kind}_run"
+    return endpoint
+
+
+async def spec_check(request: Request) -> Response:
+    values, refusal = await _form(request)
+    if refusal is not None:
+        return refusal
+    site = _site(request)
+    text = values.get("spec", "")
+    try:
+        run_id = _run_id(request)
+        checked = await _thread(check_spec, site.project, site.checkpoints, run_id, text)
+    except (LookupError, UsageError):
+        return _not_found(f"no run {request.path_params['run_id']!r} with a spec")
+    front, html = markdown.render_spec(text, link=markdown.upstream_link(run_id))
+    return _html(render.render("_spec_check.html", passed=checked.passed,
+                               results=checked.results, front=front, html=html))
+
+
+# ------------------------------------------------------------------------------- misc
+
+
+async def healthz(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+async def login(request: Request) -> Response:
+    return RedirectResponse("/", status_code=303)  # the guard set the cookie
+
+
+async def highlight_css(request: Request) -> Response:
+    return Response(stylesheet(), media_type="text/css")
+
+
+ROUTES: list[BaseRoute] = [
+    Route("/", runs_page),
+    Route("/runs-table", runs_table),
+    Route("/events", runs_events),
+    Route("/runs/{run_id}", run_page),
+    Route("/runs/{run_id}/live", run_live),
+    Route("/runs/{run_id}/events", run_events),
+    Route("/runs/{run_id}/logs/{seq:int}", run_log),
+    Route("/runs/{run_id}/upstream/{path:path}", upstream_view),
+    Route("/runs/{run_id}/report.html", run_report),
+    *[Route(f"/runs/{{run_id}}/{kind}", _decision_route(kind), methods=["POST"])
+      for kind in ("approve", "reject", "respond", "edit")],
+    Route("/runs/{run_id}/spec/check", spec_check, methods=["POST"]),
+    Route("/healthz", healthz),
+    Route("/login", login),
+    Route("/static/highlight.css", highlight_css),
+    Mount("/static", StaticFiles(directory=str(resources.files("portwright.web") / "static")),
+          name="static"),
+]
+
+
+def create_app(root: Path, guard: Guard, *, allow_local: bool = False) -> Starlette:
+    """The app serving the project at ``root``."""
+    project = Project.load(root)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        with Checkpoints(project) as checkpoints:
+            app.state.site = Site(project, checkpoints,
+                                  Decider(project.root, checkpoints, allow_local=allow_local))
+            yield
+
+    app = Starlette(routes=ROUTES, lifespan=lifespan)
+    app.add_middleware(GuardMiddleware, guard=guard)
+    return app
