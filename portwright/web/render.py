@@ -82,7 +82,8 @@ def report_html(project: Project, checkpoints: Checkpoints, run_id: str) -> str:
     """The static report of ``run_id``: one self-contained HTML file."""
     page = runpage.build(project, checkpoints, run_id, links=False)
     return render("report.html", page=page, css=inline_css(), static=True,
-                  generated=datetime.now(UTC))
+                  generated=datetime.now(UTC), csrf="", failure="", inflight="",
+                  description="")
 
 
 def write_report(project: Project, run_id: str, out: Path | None = None) -> Path:

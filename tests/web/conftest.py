@@ -85,14 +85,15 @@ class Server:
     process: subprocess.Popen[str]
 
     def stop(self) -> str:
+        """Stop it (SIGTERM, then SIGKILL); its output."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.stdout.read() if self.process.stdout else ""
+        try:
+            out, _ = self.process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, _ = self.process.communicate()
+        return out or ""
 
 
 @contextlib.contextmanager
