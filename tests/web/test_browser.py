@@ -70,7 +70,7 @@ def test_run_page_shows_the_evidence(web: WebWorld, page: Any, tmp_path: Path) -
     expect(approval.locator("button[value=approve]")).to_be_visible()
     # what a model wrote is text, never markup, and no secret reaches the page
     transcript = page.locator('#transcripts details.transcript[data-role="gap_verifier"]')
-    transcript.locator("summary").click()
+    transcript.locator(":scope > summary").click()
     expect(transcript).to_contain_text(SCRIPT)
     expect(page.locator("#gap")).to_contain_text(SCRIPT)
     assert page.evaluate("window.__pwned") is None
