@@ -146,7 +146,10 @@ class WebWorld:
 ADVANCE = "adv-1"
 """Parked at approve_advance: red, green, gates, review and a diff to show."""
 ASK = ("ask-reject", "ask-approve", "ask-edit")
-"""Parked at approve_spec (`--approve ask`: every approval point asks)."""
+"""Parked at approve_spec (they ask at the spec and again before advancing)."""
+ASKING = 'spec = "always"\nadvance = "always"\npr = "never"\n'
+ADVANCING = 'spec = "never"\nadvance = "always"\npr = "never"\n'
+
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +157,7 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebWorld]:
     if not docker_engine_running():
         pytest.skip("no Docker engine answers")
     root = tmp_path_factory.mktemp("web")
-    world = build_world(lambda name: GitRepo(root / name),
-                        approvals='spec = "never"\nadvance = "always"\npr = "never"\n')
+    world = build_world(lambda name: GitRepo(root / name), approvals=ASKING)
     plan = world.plan()
     plan.gap["reasoning"] = f"alloc exists upstream only {SCRIPT}"
     model = HTTPServer(host="127.0.0.1", port=free_port())
@@ -164,19 +166,15 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebWorld]:
         serve_porter(model, plan)
         config = (world.repo / "portwright.toml").read_text() + model_config(model)
         world.downstream.commit("model endpoint", {"portwright.toml": config})
-        env = {**os.environ, "PORTER_KEY": SECRET}
-        advance = subprocess.Popen(
-            [sys.executable, "-m", "portwright", "-C", str(world.repo), "run", "kv-cache",
-             "--run-id", ADVANCE, "--json"], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
-        for run_id in ASK:
-            done = pw(world.repo, "run", "kv-cache", "--run-id", run_id, "--approve", "ask",
-                      "--json")
+        for run_id in ASK:  # each run obeys the config committed when it started
+            done = pw(world.repo, "run", "kv-cache", "--run-id", run_id, "--json")
             assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
             assert last_json(done.stdout)["status"] == "waiting"
-        out, err = advance.communicate(timeout=300)
-        assert advance.returncode == 0, out[-2000:] + err[-2000:]
-        assert last_json(out)["status"] == "waiting"
+        world.downstream.commit("ask before advancing only", {
+            "portwright.toml": config.replace(ASKING, ADVANCING)})
+        done = pw(world.repo, "run", "kv-cache", "--run-id", ADVANCE, "--json")
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert last_json(done.stdout)["status"] == "waiting"
         with serve(world.repo) as server:
             yield WebWorld(world, plan, server)
     finally:
