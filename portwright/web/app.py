@@ -347,6 +347,10 @@ async def login(request: Request) -> Response:
     return RedirectResponse("/", status_code=303)  # the guard set the cookie
 
 
+async def favicon(request: Request) -> Response:
+    return Response(status_code=204)
+
+
 async def highlight_css(request: Request) -> Response:
     return Response(stylesheet(), media_type="text/css")
 
@@ -366,6 +370,7 @@ ROUTES: list[BaseRoute] = [
     Route("/runs/{run_id}/spec/check", spec_check, methods=["POST"]),
     Route("/healthz", healthz),
     Route("/login", login),
+    Route("/favicon.ico", favicon),
     Route("/static/highlight.css", highlight_css),
     Mount("/static", StaticFiles(directory=str(resources.files("portwright.web") / "static")),
           name="static"),

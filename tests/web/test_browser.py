@@ -140,7 +140,7 @@ def test_edit_that_breaks_an_anchor_is_refused_with_the_checks_message(
     editor.fill(spec.replace("`kv/cache.py:4`", "`kv/cache.py:400`"))
     page.click("#edit button[value=preview]")
     check = page.locator("#spec-check")
-    expect(check).to_contain_text("fails")
+    expect(check).to_contain_text("The spec checks fail")
     expect(check).to_contain_text("kv/cache.py:400")
     expect(page.locator("#spec-preview")).to_contain_text("kv-cache: alloc")
     page.click("#edit button[value=edit]")
