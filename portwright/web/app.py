@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -59,6 +60,8 @@ class Site:
     project: Project
     checkpoints: Checkpoints
     decider: Decider
+    index: summaries.RunIndex
+    rows: render.RowCache
 
 
 def _site(request: Request) -> Site:
@@ -92,7 +95,7 @@ async def _thread(fn: Callable[..., Any], *args: Any) -> Any:
 
 def _filtered(site: Site, status: str, row: str) -> tuple[list[summaries.RunSummary], int,
                                                             list[str]]:
-    every = summaries.summaries(site.project, site.checkpoints)
+    every = site.index.runs()
     wanted = [r for r in every if (not status or r.status == status or
                                    (status == "done" and r.status == "landed"))
               and (not row or r.row == row)]
@@ -104,7 +107,8 @@ def _runs_context(request: Request, site: Site) -> dict[str, Any]:
     row = request.query_params.get("row", "")
     runs, total, rows = _filtered(site, status, row)
     query = urlencode({k: v for k, v in (("status", status), ("row", row)) if v})
-    return {"runs": runs, "total": total, "rows": rows, "status": status, "row": row,
+    return {"runs": runs, "rows_html": site.rows.html(runs), "total": total, "rows": rows,
+            "status": status, "row": row,
             "query": query, "statuses": [(k, v) for k, v in summaries.LABELS.items()
                                          if k != "landed"]}
 
@@ -144,7 +148,7 @@ def _stream(request: Request, stamp: Callable[[], str]) -> StreamingResponse:
 
 async def runs_events(request: Request) -> Response:
     site = _site(request)
-    return _stream(request, lambda: summaries.list_stamp(site.project, site.checkpoints))
+    return _stream(request, site.index.stamp)
 
 
 # ------------------------------------------------------------------------------- run
@@ -377,6 +381,13 @@ ROUTES: list[BaseRoute] = [
 ]
 
 
+def _warm(index: summaries.RunIndex) -> None:
+    try:
+        index.runs()
+    except Exception:  # a failure here shows again, with its page, on the first request
+        logger.exception("could not read the runs' summaries")
+
+
 def create_app(root: Path, guard: Guard, *, allow_local: bool = False) -> Starlette:
     """The app serving the project at ``root``."""
     project = Project.load(root)
@@ -384,8 +395,13 @@ def create_app(root: Path, guard: Guard, *, allow_local: bool = False) -> Starle
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         with Checkpoints(project) as checkpoints:
+            index = summaries.RunIndex(project, checkpoints)
             app.state.site = Site(project, checkpoints,
-                                  Decider(project.root, checkpoints, allow_local=allow_local))
+                                  Decider(project.root, checkpoints, allow_local=allow_local),
+                                  index, render.RowCache())
+            # the first look at many runs reads each one: done before anyone asks
+            threading.Thread(target=_warm, args=(index,), name="warm-index",
+                             daemon=True).start()
             yield
 
     app = Starlette(routes=ROUTES, lifespan=lifespan)

@@ -5,19 +5,21 @@ static report: the run page without buttons, scripts or links to the server, as 
 from __future__ import annotations
 
 import functools
+import threading
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from portwright import __version__
 from portwright.project import Project
 from portwright.web import runpage
 from portwright.web.checkpoints import Checkpoints
 from portwright.web.diffs import stylesheet
-from portwright.web.summaries import label
+from portwright.web.summaries import RunSummary, label
 
 REPORT = "report.html"
 """The static report's name in the run's folder."""
@@ -69,6 +71,32 @@ def environment() -> Environment:
 
 def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(**context)
+
+
+_AGE = "\x00age\x00"
+
+
+class RowCache:
+    """The runs table's rows, each rendered once per summary: a row is rendered again only
+    when its run's stamp changes; its age is filled in per request."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[str, str, str]] = {}
+        self._lock = threading.Lock()
+
+    def html(self, runs: list[RunSummary], now: datetime | None = None) -> Markup:
+        now = now or datetime.now(UTC)
+        template = environment().get_template("_run_row.html")
+        parts: list[str] = []
+        with self._lock:
+            for run in runs:
+                hit = self._rows.get(run.run_id)
+                if hit is None or hit[0] != run.stamp:
+                    before, _, after = template.render(run=run, age=_AGE).partition(_AGE)
+                    hit = (run.stamp, before, after)
+                    self._rows[run.run_id] = hit
+                parts += [hit[1], str(escape(ago(run.created, now))), hit[2]]
+        return Markup("".join(parts))  # rendered by the autoescaping template
 
 
 @functools.cache

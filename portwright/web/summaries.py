@@ -17,6 +17,7 @@ import logging
 import os
 import sqlite3
 import tempfile
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,28 @@ def stamp(project: Project, run_id: str, head: str) -> str:
     return f"{head}|{mtime}"
 
 
+def scan(runs_dir: Path) -> dict[str, int]:
+    """The runs of the cycle in ``runs_dir`` (folders with a manifest, as
+    :func:`portwright.workflows.driver.run_ids` counts them) and each folder's mtime; one
+    directory read and two ``stat`` calls per run."""
+    out: dict[str, int] = {}
+    try:
+        entries = os.scandir(runs_dir)
+    except OSError:
+        return out
+    with entries:
+        for entry in entries:
+            if entry.name.startswith(("gates-", "verify-gap-", ".")) or not entry.is_dir(
+                    follow_symlinks=False):
+                continue
+            try:
+                os.stat(os.path.join(entry.path, "run.json"))  # noqa: PTH116,PTH118
+                out[entry.name] = entry.stat(follow_symlinks=False).st_mtime_ns
+            except OSError:
+                continue
+    return out
+
+
 def _load(project: Project) -> dict[str, RunSummary]:
     path = web_dir(project) / CACHE
     try:
@@ -155,28 +178,56 @@ def summarise(project: Project, run_id: str, current: driver.RunView, mark: str)
         cost_usd=round(sum(v["cost_usd"] for v in spent.values()), 6), stamp=mark)
 
 
+class RunIndex:
+    """The summaries of a project's runs, kept in memory and in the state folder, brought
+    up to date on every look (only runs whose stamp changed are read again)."""
+
+    def __init__(self, project: Project, checkpoints: Checkpoints) -> None:
+        self.project = project
+        self.checkpoints = checkpoints
+        self._runs = _load(project)
+        self._ordered = order(list(self._runs.values()))
+        self._lock = threading.Lock()
+
+    def _stamps(self) -> dict[str, str]:
+        folders = scan(self.project.runs_dir)
+        found = heads(self.checkpoints, list(folders))
+        return {r: f"{found.get(r, '')}|{mtime}" for r, mtime in folders.items()}
+
+    def stamp(self) -> str:
+        """Changes whenever a run starts, moves or ends (what the runs page's stream
+        watches)."""
+        return ";".join(f"{k}={v}" for k, v in sorted(self._stamps().items()))
+
+    def runs(self) -> list[RunSummary]:
+        """Every run of the cycle, waiting ones first, then newest first."""
+        marks = self._stamps()
+        with self._lock:
+            cached = self._runs
+            fresh: dict[str, RunSummary] = {}
+            changed = bool(set(cached) - set(marks))
+            for run_id, mark in marks.items():
+                hit = cached.get(run_id)
+                if hit is not None and hit.stamp == mark:
+                    fresh[run_id] = hit
+                    continue
+                try:
+                    current = self.checkpoints.view(run_id)
+                except UsageError:
+                    continue  # no checkpoint yet (a run that stopped before its first node)
+                fresh[run_id] = summarise(self.project, run_id, current, mark)
+                changed = True
+            if changed:
+                _save(self.project, fresh)
+                self._runs = fresh
+                self._ordered = order(list(fresh.values()))
+            return list(self._ordered)
+
+
 def summaries(project: Project, checkpoints: Checkpoints) -> list[RunSummary]:
-    """Every run of the cycle, waiting ones first, then newest first."""
-    ids = driver.run_ids(project)
-    cached = _load(project)
-    fresh: dict[str, RunSummary] = {}
-    changed = set(cached) - set(ids)
-    found = heads(checkpoints, ids)
-    for run_id in ids:
-        mark = stamp(project, run_id, found.get(run_id, ""))
-        hit = cached.get(run_id)
-        if hit is not None and hit.stamp == mark:
-            fresh[run_id] = hit
-            continue
-        try:
-            current = checkpoints.view(run_id)
-        except UsageError:
-            continue  # no checkpoint yet (a run that stopped before its first node)
-        fresh[run_id] = summarise(project, run_id, current, mark)
-        changed.add(run_id)
-    if changed:
-        _save(project, fresh)
-    return order(list(fresh.values()))
+    """Every run of the cycle, waiting ones first, then newest first (see
+    :class:`RunIndex`)."""
+    return RunIndex(project, checkpoints).runs()
 
 
 def order(runs: list[RunSummary]) -> list[RunSummary]:
@@ -184,14 +235,6 @@ def order(runs: list[RunSummary]) -> list[RunSummary]:
     rank = {"waiting": 0, "running": 1}
     runs = sorted(runs, key=lambda r: r.created, reverse=True)
     return sorted(runs, key=lambda r: rank.get(r.status, 2))
-
-
-def list_stamp(project: Project, checkpoints: Checkpoints) -> str:
-    """Changes whenever a run starts, moves or ends (what the runs page's stream
-    watches)."""
-    ids = driver.run_ids(project)
-    found = heads(checkpoints, ids)
-    return ";".join(stamp(project, r, found.get(r, "")) for r in ids)
 
 
 def run_stamp(project: Project, checkpoints: Checkpoints, run_id: str) -> str:
