@@ -242,6 +242,18 @@ async def upstream_view(request: Request) -> Response:
     return _html(render.render("upstream.html", run_id=run_id, path=path, at=at, lines=lines))
 
 
+async def run_transcript(request: Request) -> Response:
+    site = _site(request)
+    try:
+        found = await _thread(runpage.transcript, site.project, _run_id(request),
+                              str(request.path_params["name"]))
+    except (LookupError, UsageError):
+        found = None
+    if found is None:
+        return _not_found("no such transcript")
+    return _html(render.render("_events.html", t=found))
+
+
 async def run_report(request: Request) -> Response:
     site = _site(request)
     try:
@@ -368,6 +380,7 @@ ROUTES: list[BaseRoute] = [
     Route("/runs/{run_id}/events", run_events),
     Route("/runs/{run_id}/logs/{seq:int}", run_log),
     Route("/runs/{run_id}/upstream/{path:path}", upstream_view),
+    Route("/runs/{run_id}/transcripts/{name}", run_transcript),
     Route("/runs/{run_id}/report.html", run_report),
     *[Route(f"/runs/{{run_id}}/{kind}", _decision_route(kind), methods=["POST"])
       for kind in ("approve", "reject", "respond", "edit")],

@@ -108,7 +108,7 @@ def inline_css() -> str:
 
 def report_html(project: Project, checkpoints: Checkpoints, run_id: str) -> str:
     """The static report of ``run_id``: one self-contained HTML file."""
-    page = runpage.build(project, checkpoints, run_id, links=False)
+    page = runpage.build(project, checkpoints, run_id, static=True)
     return render("report.html", page=page, css=inline_css(), static=True,
                   generated=datetime.now(UTC), csrf="", failure="", inflight="",
                   description="")

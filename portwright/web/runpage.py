@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,9 @@ from portwright.web.summaries import label
 logger = logging.getLogger(__name__)
 
 LOG_TAIL = 64 * 1024
-"""Bytes of a log's end shown inline (the whole log has its own route)."""
+"""Characters of a log's end in the static report."""
+LOG_TAIL_PAGE = 16 * 1024
+"""Characters of a log's end on a served page (the whole log has its own route)."""
 
 
 @dataclass
@@ -72,6 +75,8 @@ class TranscriptView:
     events: list[Event]
     status: str = ""
     seconds: float = 0.0
+    count: int = 0
+    """Events in the file (``events`` may be left out: the page loads them when opened)."""
 
 
 @dataclass
@@ -135,7 +140,7 @@ def _json(path: Path) -> Any:
         return None
 
 
-def _records(store: RunStore) -> list[Record]:
+def _records(store: RunStore, tail: int) -> list[Record]:
     out: list[Record] = []
     if not store.evidence_dir.is_dir():
         return out
@@ -149,8 +154,8 @@ def _records(store: RunStore) -> list[Record]:
         if record.log is not None:
             item.log_ok = store.log_digest(record) == record.log_sha256
             text = store.log_text(record)
-            item.log_cut = len(text) > LOG_TAIL
-            item.log_tail = text[-LOG_TAIL:]
+            item.log_cut = len(text) > tail
+            item.log_tail = text[-tail:]
         out.append(item)
     return out
 
@@ -196,27 +201,45 @@ def _event(raw: Mapping[str, Any]) -> Event:
     return Event(kind, detail=json.dumps({k: v for k, v in raw.items() if k != "event"})[:4000])
 
 
-def _transcripts(run_dir: Path) -> list[TranscriptView]:
-    out: list[TranscriptView] = []
-    paths = sorted(run_dir.glob("transcript-*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
-    for path in paths:
-        role = path.stem.removeprefix("transcript-").rsplit("-", 1)[0]
-        events: list[Event] = []
-        status, seconds = "", 0.0
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                raw = json.loads(line)
-            except ValueError:
-                events.append(Event("unreadable", text=line[:4000]))
-                continue
-            if not isinstance(raw, dict):
-                continue
-            seconds = max(seconds, float(raw.get("t", 0) or 0))
-            if raw.get("event") == "end":
-                status = str(raw.get("status", ""))
-            events.append(_event(raw))
-        out.append(TranscriptView(path.name, role, events, status, seconds))
-    return out
+TRANSCRIPT = re.compile(r"transcript-[A-Za-z0-9_]+-[0-9]+\.jsonl")
+"""How a transcript file of a run is named."""
+
+
+def read_transcript(path: Path, *, events: bool = True) -> TranscriptView:
+    """One transcript file as the page shows it (``events``: with its events)."""
+    role = path.stem.removeprefix("transcript-").rsplit("-", 1)[0]
+    shown: list[Event] = []
+    status, seconds, count = "", 0.0, 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            raw = {"event": "unreadable", "line": line[:4000]}
+        if not isinstance(raw, dict):
+            continue
+        count += 1
+        seconds = max(seconds, float(raw.get("t", 0) or 0))
+        if raw.get("event") == "end":
+            status = str(raw.get("status", ""))
+        if events:
+            shown.append(_event(raw))
+    return TranscriptView(path.name, role, shown, status, seconds, count)
+
+
+def transcript(project: Project, run_id: str, name: str) -> TranscriptView | None:
+    """The transcript ``name`` of ``run_id`` with its events (None: no such file)."""
+    if not TRANSCRIPT.fullmatch(name):
+        return None
+    path = project.run_dir(run_id) / name
+    if path.is_symlink() or not path.is_file():
+        return None
+    return read_transcript(path)
+
+
+def _transcripts(run_dir: Path, *, events: bool) -> list[TranscriptView]:
+    paths = sorted((p for p in run_dir.glob("transcript-*.jsonl") if TRANSCRIPT.fullmatch(p.name)
+                    and not p.is_symlink()), key=lambda p: p.stat().st_mtime_ns)
+    return [read_transcript(path, events=events) for path in paths]
 
 
 def _spend(run_dir: Path, transcripts: list[TranscriptView]) -> list[RoleSpend]:
@@ -265,8 +288,10 @@ def _head(project: Project, branch: str) -> str:
 
 
 def build(project: Project, checkpoints: Checkpoints, run_id: str, *,
-          links: bool = True) -> RunPage:
-    """The page of ``run_id`` (``links``: anchors link to the upstream view)."""
+          static: bool = False) -> RunPage:
+    """The page of ``run_id``; ``static``: for a file that stands alone (anchors do not
+    link to the server, transcripts and longer log tails are inline)."""
+    links = not static
     current, interrupt = checkpoints.pending(run_id)
     values = current.values
     run_dir = project.run_dir(run_id)
@@ -280,7 +305,7 @@ def build(project: Project, checkpoints: Checkpoints, run_id: str, *,
     page.surface, page.slice = _surface(run_dir)
     head = _head(project, str(values.get("branch", "")))
     _spec(project, page, head, links)
-    page.records = _records(store)
+    page.records = _records(store, LOG_TAIL if static else LOG_TAIL_PAGE)
     page.reviews = [r for r in (_json(p) for p in sorted(run_dir.glob("review-*.json")))
                     if isinstance(r, dict)]
     page.diff, page.diff_cut = diffs.branch_diff(project.root, str(values.get("base", "")),
@@ -288,6 +313,6 @@ def build(project: Project, checkpoints: Checkpoints, run_id: str, *,
     artifacts = project.config.artifacts
     kept = [artifacts.ledger, *artifacts.matrices]
     page.record_diff = [f for f in page.diff if match_any(f.path, kept)]
-    page.transcripts = _transcripts(run_dir)
+    page.transcripts = _transcripts(run_dir, events=static)
     page.spend = _spend(run_dir, page.transcripts)
     return page

@@ -117,7 +117,13 @@ def test_model_text_is_escaped_everywhere(stored: Project, client: Any) -> None:
     assert "<script>alert" not in page
     assert "<img src=x" not in page
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page
-    assert "&lt;/pre&gt;&lt;script&gt;alert(3)" in page
+    # transcripts load when opened, escaped as well
+    assert 'hx-get="/runs/run-0002/transcripts/transcript-reviewer-1.jsonl"' in page
+    events = client.get("/runs/run-0002/transcripts/transcript-reviewer-1.jsonl").text
+    assert "&lt;/pre&gt;&lt;script&gt;alert(3)" in events
+    assert "<script>" not in events
+    for name in ("..%2Frun.json", "run.json", "transcript-reviewer-9.jsonl"):
+        assert client.get(f"/runs/run-0002/transcripts/{name}").status_code == 404
     headers = client.get("/runs/run-0002").headers
     assert "script-src 'self'" in headers["content-security-policy"]
     assert headers["x-frame-options"] == "DENY"
