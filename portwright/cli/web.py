@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -47,6 +48,8 @@ def serve(
         "--allow-host", help="Also answer requests for this host name (repeatable).")] = None,
     allow_local: Annotated[bool, typer.Option(
         "--allow-local", help="Resumed runs may use the unisolated local backend.")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print where it serves as one JSON line (errors as JSON too).")] = False,
 ) -> None:
     """Serve the runs, their evidence and their approvals as web pages."""
     from portwright.errors import UsageError
@@ -60,8 +63,13 @@ def serve(
     guard = server.guard_for(host, secret, allow_host or [])
     root = project().root
     shown = f"[{host}]" if ":" in host else host
-    err_console.print(f"portwright serve: http://{shown}:{port}/  (Ctrl-C stops)",
-                      markup=False, highlight=False)
-    if secret is not None:
+    url = f"http://{shown}:{port}/"
+    if as_json:
+        print(json.dumps({"event": "serving", "url": url, "token": secret is not None}),
+              flush=True)
+    else:
+        err_console.print(f"portwright serve: {url}  (Ctrl-C stops)", markup=False,
+                          highlight=False)
+    if secret is not None and not as_json:
         err_console.print("sign in once with /login?token=<your token>", markup=False)
     server.serve(root, host=host, port=port, guard=guard, allow_local=allow_local)
