@@ -179,11 +179,29 @@ def _surface(run_dir: Path) -> tuple[list[dict[str, str]], str]:
     return rows, str(classes.get("slice", ""))
 
 
+def _arguments(text: str) -> str:
+    """A tool call's JSON arguments as ``key: value`` lines, long strings (file contents)
+    as they would read in the file."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(data, dict):
+        return json.dumps(data, indent=2)
+    lines: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, str) and "\n" in value:
+            lines += [f"{key}:", value.rstrip("\n")]
+        else:
+            lines.append(f"{key}: {value if isinstance(value, str) else json.dumps(value)}")
+    return "\n".join(lines)
+
+
 def _event(raw: Mapping[str, Any]) -> Event:
     kind = str(raw.get("event", "?"))
     if kind == "message":
         message = raw.get("message") or {}
-        calls = [(str(c.get("name", "")), str(c.get("arguments", "")))
+        calls = [(str(c.get("name", "")), _arguments(str(c.get("arguments", ""))))
                  for c in message.get("tool_calls") or []]
         return Event(kind, role=str(message.get("role", "")),
                      text=str(message.get("content") or ""), calls=calls)
