@@ -12,6 +12,7 @@ Modules: :mod:`~portwright.web.summaries` (the runs list and its cache),
 :mod:`~portwright.web.markdown` (highlighted diffs, rendered specs),
 :mod:`~portwright.web.render` (templates, the static report),
 :mod:`~portwright.web.decisions` (answers and spec checks), :mod:`~portwright.web.security`
-(token, CSRF, hosts), :mod:`~portwright.web.app` (routes) and :mod:`~portwright.web.server`
-(``serve``). Needs the ``web`` extra.
+(token, CSRF, hosts), :mod:`~portwright.web.app` (the reading routes and the app),
+:mod:`~portwright.web.actions` (the routes that change a run), :mod:`~portwright.web.site`
+(what they share) and :mod:`~portwright.web.server` (``serve``). Needs the ``web`` extra.
 """

@@ -14,7 +14,6 @@ import logging
 import re
 import threading
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from pygments.formatters import HtmlFormatter
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
-    HTMLResponse,
     PlainTextResponse,
     RedirectResponse,
     Response,
@@ -38,56 +36,19 @@ from starlette.staticfiles import StaticFiles
 
 from portwright.errors import PortwrightError, UsageError
 from portwright.project import Project
-from portwright.web import markdown, render, runpage, summaries
+from portwright.web import actions, markdown, render, runpage, summaries
 from portwright.web.checkpoints import Checkpoints
-from portwright.web.decisions import Decider, Outcome, check_spec
+from portwright.web.decisions import Decider
 from portwright.web.diffs import _lexer, stylesheet
-from portwright.web.security import Guard, GuardMiddleware, csrf_ok
+from portwright.web.security import Guard, GuardMiddleware
+from portwright.web.site import Site, html, in_thread, not_found, run_id_of, site_of
 
 logger = logging.getLogger(__name__)
 
 POLL = 1.0
 """Seconds between two looks at the state folder for an event stream."""
 HEARTBEAT = 15.0
-_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _SHA = re.compile(r"[0-9a-f]{7,40}")
-
-
-@dataclass
-class Site:
-    """What every request of one server shares."""
-
-    project: Project
-    checkpoints: Checkpoints
-    decider: Decider
-    index: summaries.RunIndex
-    rows: render.RowCache
-
-
-def _site(request: Request) -> Site:
-    site: Site = request.app.state.site
-    return site
-
-
-def _run_id(request: Request) -> str:
-    run_id = str(request.path_params["run_id"])
-    if not _RUN_ID.fullmatch(run_id):
-        raise LookupError(run_id)
-    return run_id
-
-
-def _html(text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(text, status_code=status)
-
-
-def _not_found(what: str) -> HTMLResponse:
-    body = render.render("message.html", title="Not found", run_id="", back="/",
-                         tone="bad", headline=what, detail="")
-    return _html(body, 404)
-
-
-async def _thread(fn: Callable[..., Any], *args: Any) -> Any:
-    return await anyio.to_thread.run_sync(fn, *args)
 
 
 # ------------------------------------------------------------------------------ runs
@@ -114,25 +75,25 @@ def _runs_context(request: Request, site: Site) -> dict[str, Any]:
 
 
 async def runs_page(request: Request) -> Response:
-    site = _site(request)
-    context = await _thread(_runs_context, request, site)
-    return _html(render.render("runs.html", **context))
+    site = site_of(request)
+    context = await in_thread(_runs_context, request, site)
+    return html(render.render("runs.html", **context))
 
 
 async def runs_table(request: Request) -> Response:
-    site = _site(request)
-    context = await _thread(_runs_context, request, site)
-    return _html(render.render("_runs_table.html", **context))
+    site = site_of(request)
+    context = await in_thread(_runs_context, request, site)
+    return html(render.render("_runs_table.html", **context))
 
 
 def _stream(request: Request, stamp: Callable[[], str]) -> StreamingResponse:
     async def events() -> AsyncIterator[str]:
-        last = await _thread(stamp)
+        last = await in_thread(stamp)
         quiet = 0.0
         yield "retry: 2000\n\n"
         while True:
             await anyio.sleep(POLL)
-            now = await _thread(stamp)
+            now = await in_thread(stamp)
             if now != last:
                 last, quiet = now, 0.0
                 yield "event: changed\ndata: {}\n\n"
@@ -147,7 +108,7 @@ def _stream(request: Request, stamp: Callable[[], str]) -> StreamingResponse:
 
 
 async def runs_events(request: Request) -> Response:
-    site = _site(request)
+    site = site_of(request)
     return _stream(request, site.index.stamp)
 
 
@@ -166,29 +127,29 @@ def _run_context(request: Request, site: Site, run_id: str, *, fragment: bool = 
 
 
 async def run_page(request: Request) -> Response:
-    site = _site(request)
+    site = site_of(request)
     try:
-        context = await _thread(_run_context, request, site, _run_id(request))
+        context = await in_thread(_run_context, request, site, run_id_of(request))
     except (LookupError, UsageError):
-        return _not_found(f"no run {request.path_params['run_id']!r} in this project")
-    return _html(render.render("run.html", **context))
+        return not_found(f"no run {request.path_params['run_id']!r} in this project")
+    return html(render.render("run.html", **context))
 
 
 async def run_live(request: Request) -> Response:
-    site = _site(request)
+    site = site_of(request)
     try:
-        context = await _thread(_run_context, request, site, _run_id(request))
+        context = await in_thread(_run_context, request, site, run_id_of(request))
     except (LookupError, UsageError):
-        return _not_found("no such run")
-    return _html(render.render("_live.html", **context))
+        return not_found("no such run")
+    return html(render.render("_live.html", **context))
 
 
 async def run_events(request: Request) -> Response:
-    site = _site(request)
+    site = site_of(request)
     try:
-        run_id = _run_id(request)
+        run_id = run_id_of(request)
     except LookupError:
-        return _not_found("no such run")
+        return not_found("no such run")
 
     def stamp() -> str:
         mark = summaries.run_stamp(site.project, site.checkpoints, run_id)
@@ -198,16 +159,16 @@ async def run_events(request: Request) -> Response:
 
 
 async def run_log(request: Request) -> Response:
-    site = _site(request)
+    site = site_of(request)
     try:
-        store = site.project.store(_run_id(request))
+        store = site.project.store(run_id_of(request))
         seq = int(request.path_params["seq"])
     except (LookupError, UsageError, ValueError):
-        return _not_found("no such log")
+        return not_found("no such log")
     paths = sorted(store.evidence_dir.glob(f"{seq:04d}-*.json")) \
         if store.evidence_dir.is_dir() else []
     if not paths:
-        return _not_found("no such record")
+        return not_found("no such record")
     try:
         record = store.read(paths[0])
     except PortwrightError as exc:
@@ -227,129 +188,41 @@ def _upstream_lines(site: Site, path: str, at: str) -> list[Markup] | None:
 
 
 async def upstream_view(request: Request) -> Response:
-    site = _site(request)
+    site = site_of(request)
     path = str(request.path_params["path"])
     at = request.query_params.get("at", "")
     if not _SHA.fullmatch(at) or path.startswith(("/", "-")) or ".." in path.split("/"):
-        return _not_found("the upstream view shows a file at a commit sha")
+        return not_found("the upstream view shows a file at a commit sha")
     try:
-        run_id = _run_id(request)
-        lines = await _thread(_upstream_lines, site, path, at)
+        run_id = run_id_of(request)
+        lines = await in_thread(_upstream_lines, site, path, at)
     except (LookupError, PortwrightError):
         lines = None
     if lines is None:
-        return _not_found(f"{path} is not in upstream at {at}")
-    return _html(render.render("upstream.html", run_id=run_id, path=path, at=at, lines=lines))
+        return not_found(f"{path} is not in upstream at {at}")
+    return html(render.render("upstream.html", run_id=run_id, path=path, at=at, lines=lines))
 
 
 async def run_transcript(request: Request) -> Response:
-    site = _site(request)
+    site = site_of(request)
     try:
-        found = await _thread(runpage.transcript, site.project, _run_id(request),
+        found = await in_thread(runpage.transcript, site.project, run_id_of(request),
                               str(request.path_params["name"]))
     except (LookupError, UsageError):
         found = None
     if found is None:
-        return _not_found("no such transcript")
-    return _html(render.render("_events.html", t=found))
+        return not_found("no such transcript")
+    return html(render.render("_events.html", t=found))
 
 
 async def run_report(request: Request) -> Response:
-    site = _site(request)
+    site = site_of(request)
     try:
-        text = await _thread(render.report_html, site.project, site.checkpoints,
-                             _run_id(request))
+        text = await in_thread(render.report_html, site.project, site.checkpoints,
+                             run_id_of(request))
     except (LookupError, UsageError):
-        return _not_found("no such run")
-    return _html(text)
-
-
-# -------------------------------------------------------------------------- decisions
-
-
-def _answer(request: Request, run_id: str, outcome: Outcome) -> Response:
-    if request.headers.get("hx-request") == "true":
-        tone = "ok" if outcome.sent else "bad"
-        return _html(render.render("_decision.html", tone=tone, headline=outcome.headline,
-                                   detail=outcome.detail), outcome.status)
-    if outcome.sent:
-        return RedirectResponse(f"/runs/{run_id}", status_code=303)
-    return _html(render.render("message.html", title="Decision", run_id=run_id,
-                               back=f"/runs/{run_id}", tone="bad", headline=outcome.headline,
-                               detail=outcome.detail), outcome.status)
-
-
-async def _form(request: Request) -> tuple[dict[str, str], Response | None]:
-    form = await request.form()
-    values = {k: v for k, v in form.items() if isinstance(v, str)}
-    await form.close()
-    if not csrf_ok(request, values.get("csrf")):
-        return values, PlainTextResponse("refused: the form lacks this session's CSRF token; "
-                                         "reload the page", status_code=403)
-    return values, None
-
-
-def _decision(kind: str, values: dict[str, str], action: str) -> dict[str, Any] | Outcome:
-    message = values.get("message", "").strip()
-    if kind == "approve":
-        return {"type": "approve"}
-    if kind in ("reject", "respond"):
-        if not message:
-            return Outcome(400, f"a {kind} needs a message",
-                           "say what is wrong: the agent that redoes the step reads it")
-        return {"type": kind, "message": message}
-    return {"type": "edit", "edited_action": {"name": action, "args": {"spec": values.get(
-        "spec", "")}}}
-
-
-def _decide(site: Site, run_id: str, kind: str, values: dict[str, str]) -> Outcome:
-    current, pending = site.checkpoints.pending(run_id)
-    action = str(current.waiting["action_requests"][0]["name"]) if current.waiting else ""
-    decision = _decision(kind, values, action)
-    if isinstance(decision, Outcome):
-        return decision
-    if kind == "edit" and pending and pending == values.get("interrupt"):
-        text = values.get("spec", "")
-        if not text.strip():
-            return Outcome(400, "an edit of the spec must give its text")
-        checked = check_spec(site.project, site.checkpoints, run_id, text)
-        if not checked.passed:
-            return Outcome(422, "refused: the edited spec fails the spec checks",
-                           checked.messages())
-    return site.decider.send(run_id, values.get("interrupt", ""), decision)
-
-
-def _decision_route(kind: str) -> Callable[[Request], Any]:
-    async def endpoint(request: Request) -> Response:
-        values, refusal = await _form(request)
-        if refusal is not None:
-            return refusal
-        site = _site(request)
-        try:
-            run_id = _run_id(request)
-            outcome = await _thread(_decide, site, run_id, kind, values)
-        except (LookupError, UsageError):
-            return _not_found(f"no run {request.path_params['run_id']!r} in this project")
-        return _answer(request, run_id, outcome)
-
-    endpoint.__name__ = f"{kind}_run"
-    return endpoint
-
-
-async def spec_check(request: Request) -> Response:
-    values, refusal = await _form(request)
-    if refusal is not None:
-        return refusal
-    site = _site(request)
-    text = values.get("spec", "")
-    try:
-        run_id = _run_id(request)
-        checked = await _thread(check_spec, site.project, site.checkpoints, run_id, text)
-    except (LookupError, UsageError):
-        return _not_found(f"no run {request.path_params['run_id']!r} with a spec")
-    front, html = markdown.render_spec(text, link=markdown.upstream_link(run_id))
-    return _html(render.render("_spec_check.html", passed=checked.passed,
-                               results=checked.results, front=front, html=html))
+        return not_found("no such run")
+    return html(text)
 
 
 # ------------------------------------------------------------------------------- misc
@@ -382,9 +255,9 @@ ROUTES: list[BaseRoute] = [
     Route("/runs/{run_id}/upstream/{path:path}", upstream_view),
     Route("/runs/{run_id}/transcripts/{name}", run_transcript),
     Route("/runs/{run_id}/report.html", run_report),
-    *[Route(f"/runs/{{run_id}}/{kind}", _decision_route(kind), methods=["POST"])
+    *[Route(f"/runs/{{run_id}}/{kind}", actions.decision_route(kind), methods=["POST"])
       for kind in ("approve", "reject", "respond", "edit")],
-    Route("/runs/{run_id}/spec/check", spec_check, methods=["POST"]),
+    Route("/runs/{run_id}/spec/check", actions.spec_check, methods=["POST"]),
     Route("/healthz", healthz),
     Route("/login", login),
     Route("/favicon.ico", favicon),
