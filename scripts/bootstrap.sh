@@ -30,7 +30,7 @@ want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "› installing portwright and its test tools into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  PYTHONWARNINGS=ignore .venv/bin/python -m pip install --quiet -e ".[dev]"
+  PYTHONWARNINGS=ignore .venv/bin/python -m pip install --quiet -e ".[dev,web]"
   echo "$want" > "$stamp"
 fi
 

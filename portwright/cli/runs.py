@@ -375,10 +375,15 @@ def log(
 
 def report(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    html: Annotated[bool, typer.Option(
+        "--html", help="Write the run's page as one self-contained report.html (into the run's "
+        "folder, or --output) and print its path; needs the web extra.")] = False,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="With --html: write the report here.")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The run's evidence bundle as markdown (what the pull request body holds); a sync's
-    report."""
+    """The run's evidence bundle as markdown (what the pull request body holds), or with
+    --html as a static page (for CI artifacts); a sync's report."""
     from portwright.runs.report import render_report
     from portwright.workflows import driver
     from portwright.workflows.driver import open_checkpointer
@@ -389,6 +394,20 @@ def report(
         from portwright.cli.sync import report_sync
 
         report_sync(proj, run_id, as_json)
+        return
+    if html:
+        from portwright.errors import UsageError
+
+        try:
+            from portwright.web.render import write_report
+        except ImportError as exc:
+            raise UsageError(f"report --html needs the web extra ({exc.name} is missing)",
+                             fix="pip install 'portwright[web]'") from exc
+        path = write_report(proj, run_id, output)
+        if as_json:
+            emit_json({"run_id": run_id, "html": str(path)})
+        else:
+            print(path)
         return
     with open_checkpointer(proj) as saver:
         current = driver.view(proj, run_id, saver)

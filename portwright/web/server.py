@@ -1,0 +1,43 @@
+"""``portwright serve``: the app under uvicorn, on loopback unless a token guards it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from portwright.errors import UsageError
+from portwright.web.security import Guard, is_loopback
+
+logger = logging.getLogger(__name__)
+
+MIN_TOKEN = 16
+"""Shortest token accepted."""
+
+
+def guard_for(host: str, token: str | None, allow_hosts: Iterable[str] = ()) -> Guard:
+    """The access rules for a server bound to ``host``; off loopback a token is required."""
+    if token is not None and len(token) < MIN_TOKEN:
+        raise UsageError(f"the token has {len(token)} characters; at least {MIN_TOKEN} are "
+                         "needed", key="--token",
+                         fix="use a long random one: python3 -c 'import secrets; "
+                             "print(secrets.token_urlsafe(32))'")
+    if not is_loopback(host) and token is None:
+        raise UsageError(f"--host {host} is not a loopback address: anyone who reaches it "
+                         "could approve runs", key="--host",
+                         fix="pass --token (or --token-file) to require it, or serve on "
+                             "127.0.0.1 and reach it through an SSH tunnel")
+    return Guard.for_bind(host, token, allow_hosts)
+
+
+def serve(root: Path, *, host: str, port: int, guard: Guard, allow_local: bool = False) -> None:
+    """Serve the project at ``root`` until stopped."""
+    import uvicorn
+
+    from portwright.web.app import create_app
+
+    app = create_app(root, guard, allow_local=allow_local)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                            access_log=False, server_header=False, proxy_headers=False,
+                            timeout_graceful_shutdown=3, lifespan="on")
+    uvicorn.Server(config).run()
