@@ -40,11 +40,7 @@ class Checkpoints:
         past is refused."""
         with self.lock:
             current = driver.view(self.project, run_id, self.saver, graph=self.graph)
-            if current.waiting is None:
-                return current, ""
-            snapshot = self.graph.get_state({"configurable": {"thread_id": run_id}})
-        interrupts = snapshot.interrupts
-        return current, str(interrupts[0].id) if interrupts else ""
+        return current, current.waiting_id or ""
 
     def close(self) -> None:
         self._stack.close()

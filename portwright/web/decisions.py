@@ -113,18 +113,18 @@ class Decider:
             what = f"{decision['type']} at {datetime.now(UTC):%H:%M:%S} UTC"
             self._inflight[run_id] = what
             self._failures.pop(run_id, None)
-            thread = threading.Thread(target=self._answer, args=(run_id, decision),
+            thread = threading.Thread(target=self._answer, args=(run_id, interrupt, decision),
                                       name=f"answer-{run_id}", daemon=True)
             self._threads.append(thread)
         thread.start()
         return Outcome(202, f"{decision['type']} sent: the run is resuming",
                        "this page follows it")
 
-    def _answer(self, run_id: str, decision: dict[str, Any]) -> None:
+    def _answer(self, run_id: str, interrupt: str, decision: dict[str, Any]) -> None:
         try:
             project = Project.load(self.root, at="HEAD")
             driver.answer(project, run_id, decision, lambda event: None,
-                          allow_local=self.allow_local)
+                          allow_local=self.allow_local, question=interrupt)
         except PortwrightError as exc:
             logger.warning("run %s: the decision could not resume it: %s", run_id, exc)
             with self._lock:

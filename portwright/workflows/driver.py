@@ -99,6 +99,8 @@ class RunView:
     the run has ended)."""
     waiting: dict[str, Any] | None
     """The approval request it is parked at, if any."""
+    waiting_id: str | None = None
+    """The id of that interrupt: a decision names the question it answers."""
 
 
 @contextmanager
@@ -131,6 +133,7 @@ def view(project: Project, run_id: str, saver: BaseCheckpointSaver[Any], *,
                          fix="list the runs with `portwright runs`")
     values = CycleState.model_validate(snapshot.values).model_dump(mode="json")
     waiting = snapshot.interrupts[0].value if snapshot.interrupts else None
+    waiting_id = snapshot.interrupts[0].id if snapshot.interrupts else None
     status = RunStatus(values["status"])
     if waiting is not None:
         status = RunStatus.WAITING
@@ -138,7 +141,7 @@ def view(project: Project, run_id: str, saver: BaseCheckpointSaver[Any], *,
     # between the two) is still pending: resuming applies its writes and goes on
     pending = tuple(task.name for task in snapshot.tasks)
     return RunView(run_id=run_id, status=status, values=values, next=pending,
-                   waiting=waiting)
+                   waiting=waiting, waiting_id=waiting_id)
 
 
 def _run_project(project: Project, run_id: str, worktree: Path, base: str, *,
@@ -163,7 +166,7 @@ def _run_project(project: Project, run_id: str, worktree: Path, base: str, *,
 def _drive(project: Project, run_id: str, base: str, command: str, graph_input: Any,
            on_event: OnEvent, *, resume: bool, allow_local: bool = False,
            replay: Path | None = None, record: Path | None = None,
-           client: LLMClient | None = None) -> RunView:
+           client: LLMClient | None = None, answers: str | None = None) -> RunView:
     worktree = run_worktree(project.root, project.worktree_dir(run_id), run_id, base)
     run_project = _run_project(project, run_id, worktree, base, resume=resume)
     with _lock(project.run_dir(run_id)), \
@@ -172,6 +175,8 @@ def _drive(project: Project, run_id: str, base: str, command: str, graph_input: 
                      client=client) as ctx, \
             open_checkpointer(project) as saver:
         graph = build_cycle().compile(checkpointer=saver)
+        if answers is not None:  # checked again under the lock: never a double answer
+            _still_waiting(view(project, run_id, saver, graph=graph), answers)
         modes: list[StreamMode] = ["custom", "updates"]
         for mode, chunk in graph.stream(graph_input, _thread(run_id), context=ctx,
                                         stream_mode=modes, durability="sync"):
@@ -231,19 +236,30 @@ def resume(project: Project, run_id: str, on_event: OnEvent, *,
 
 def answer(project: Project, run_id: str, decision: dict[str, Any], on_event: OnEvent, *,
            allow_local: bool = False, replay: Path | None = None, record: Path | None = None,
-          client: LLMClient | None = None) -> RunView:
-    """Resume a run parked at an approval with ``decision`` (``{"type": "approve"}``, …)."""
+           client: LLMClient | None = None, question: str | None = None) -> RunView:
+    """Resume a run parked at an approval with ``decision`` (``{"type": "approve"}``, …).
+    With ``question`` (an interrupt id from :func:`view`), only if the run still waits at
+    that question; either way the check is made again under the run's lock, so two
+    answers to one question never resume it twice."""
     base = _base_of(project, run_id)
     with open_checkpointer(project) as saver:
         current = view(project, run_id, saver)
-    if current.waiting is None:
-        raise UsageError(f"run {run_id} is not waiting for a decision (already decided, or "
-                         f"{current.status})", key="RUN",
-                         fix=f"see `portwright status {run_id}`")
+    _still_waiting(current, question)
     return _drive(project, run_id, base, f"answer {run_id}",
                   Command(resume={"decisions": [decision]}), on_event, resume=True,
                   allow_local=allow_local, replay=replay, record=record,
-                  client=client)
+                  client=client, answers=question or current.waiting_id or "")
+
+
+def _still_waiting(current: RunView, question: str | None) -> None:
+    if current.waiting is None:
+        raise UsageError(f"run {current.run_id} is not waiting for a decision (already "
+                         f"decided, or {current.status})", key="RUN",
+                         fix=f"see `portwright status {current.run_id}`")
+    if question and current.waiting_id != question:
+        raise UsageError(f"run {current.run_id}: that question was already decided; it waits "
+                         f"at another one now", key="RUN",
+                         fix=f"see `portwright status {current.run_id}` and answer the new one")
 
 
 def run_ids(project: Project) -> list[str]:

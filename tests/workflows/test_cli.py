@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from pytest_httpserver import HTTPServer
 
+from portwright.errors import UsageError
 from portwright.project import Project
 from tests.conftest import GitRepo, docker_engine_running
 from tests.workflows.conftest import CycleWorld, build_world
@@ -144,3 +145,25 @@ def test_approve_ask_on_the_command_line_holds_for_the_whole_run(
     after_spec = final(pw(w.repo, "approve", "ask-cli", "--json"))
     assert after_spec["status"] == "waiting", after_spec
     assert after_spec["waiting"]["action_requests"][0]["name"] == "approve_advance"
+
+
+def test_a_second_answer_to_one_question_is_refused(make_repo: Callable[[str], GitRepo],
+                                                    httpserver: HTTPServer) -> None:
+    """An answer naming a question the run has moved past never resumes it."""
+    from portwright.workflows import driver
+
+    w = world(make_repo, httpserver, approvals='spec = "always"\nadvance = "always"\n'
+                                               'pr = "never"\n')
+    assert final(pw(w.repo, "run", "kv-cache", "--run-id", "twice", "--json"))["status"] \
+        == "waiting"
+    proj = Project.load(w.repo, at="HEAD")
+    with driver.open_checkpointer(proj) as saver:
+        asked = driver.view(proj, "twice", saver).waiting_id
+    assert asked
+    assert final(pw(w.repo, "approve", "twice", "--json"))["status"] == "waiting"  # advance
+    with pytest.raises(UsageError, match="already decided"):
+        driver.answer(proj, "twice", {"type": "approve"}, lambda event: None, question=asked)
+    with driver.open_checkpointer(proj) as saver:
+        still = driver.view(proj, "twice", saver)
+    assert still.waiting is not None
+    assert still.waiting["action_requests"][0]["name"] == "approve_advance"
