@@ -35,6 +35,8 @@ from werkzeug.wrappers import Request, Response
 from tests.pr import openapi
 
 API = "/api/v3"
+API_VERSION = "2022-11-28"
+"""The REST API version of the description (@octokit/openapi describes this one)."""
 DOCS = "https://docs.github.com/rest"
 
 
@@ -65,12 +67,10 @@ class Pull:
 
 
 @functools.cache
-def _validator(port: int) -> OpenAPI:
-    """openapi-core over the served part of GitHub's description, its server moved to the
-    fake's address (built once per port: checking the description takes seconds)."""
-    description = {**openapi.served_description(),
-                   "servers": [{"url": f"http://127.0.0.1:{port}{API}"}]}
-    return OpenAPI.from_dict(description)
+def _validator() -> OpenAPI:
+    """openapi-core over the served part of GitHub's description, its server moved to
+    ``/api/v3`` of any host (built once: checking the description takes seconds)."""
+    return OpenAPI.from_dict({**openapi.served_description(), "servers": [{"url": API}]})
 
 
 _ROUTES = [(re.compile(p.replace("{owner}", "(?P<owner>[^/]+)").replace(
@@ -109,13 +109,15 @@ class FakeGitHub:
                         str(self.bare)], check=True)
         self._server = make_server("127.0.0.1", 0, self._app, threaded=True,
                                    request_handler=_Quiet)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
-        _validator(self.port)
+        _validator()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._server is not None and self._thread is not None
+        assert self._server is not None
+        assert self._thread is not None
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=10)
@@ -178,7 +180,7 @@ class FakeGitHub:
         operation, match = route
         openapi_request = WerkzeugOpenAPIRequest(request)
         try:
-            _validator(self.port).validate_request(openapi_request)
+            _validator().validate_request(openapi_request)
         except Exception as exc:  # openapi-core raises a tree of its own errors
             self.invalid.append(f"{operation}: request refused by GitHub's description: "
                                 f"{_why(exc)}")
@@ -191,6 +193,10 @@ class FakeGitHub:
         return response
 
     def _answer(self, operation: str, params: dict[str, str], request: Request) -> Response:
+        version = request.headers.get("X-GitHub-Api-Version", API_VERSION)
+        if version != API_VERSION:
+            return _json(400, {"message": f"Unsupported API version: {version}",
+                               "documentation_url": DOCS, "status": "400"})
         if request.headers.get("Authorization", "") not in (f"token {self.token}",
                                                             f"Bearer {self.token}"):
             return _json(401, {"message": "Bad credentials", "documentation_url": DOCS,
@@ -218,7 +224,7 @@ class FakeGitHub:
                 self.invalid.append(f"{operation}: {response.status_code} answer: {errors}")
             return
         try:
-            _validator(self.port).validate_response(
+            _validator().validate_response(
                 request, WerkzeugOpenAPIResponse(response))
         except Exception as exc:
             self.invalid.append(f"{operation}: answer {response.status_code} refused by "

@@ -66,7 +66,10 @@ def test_opens_a_pull_request_after_pushing_its_branch(github: FakeGitHub, port:
     assert [op for op, _ in github.calls].index("pulls/create") > 0
     # the run's folder keeps what was published
     assert (tmp_path / "run" / "pr.md").read_text() == pull.body
-    assert backend.find(BRANCH) == result.model_copy(update={"created": False})
+    found = backend.find(BRANCH)
+    assert found is not None
+    assert (found.number, found.url, found.base, found.created) == (1, result.url, "main",
+                                                                    False)
     assert backend.find("portwright/other") is None
 
 
@@ -106,7 +109,8 @@ def test_a_long_report_is_trimmed_to_githubs_limit(github: FakeGitHub, port: Git
     sent = github.pulls[0].body
     assert len(sent) <= BODY_LIMIT == 65536
     assert sent.startswith("# report")
-    assert "trimmed" in sent and "portwright report" in sent
+    assert "trimmed" in sent
+    assert "portwright report" in sent
 
 
 def _error(github: FakeGitHub, port: GitRepo, tmp_path: Path, **values: Any) -> PortwrightError:
@@ -125,7 +129,8 @@ def test_a_missing_token_names_its_variable(github: FakeGitHub, port: GitRepo,
     assert isinstance(error, UsageError)
     assert "GITHUB_TOKEN" in error.render()
     assert error.key == "pr.token_env"
-    assert github.calls == [] and github.git_requests == []
+    assert github.calls == []
+    assert github.git_requests == []
 
 
 def test_the_token_variable_is_configurable(github: FakeGitHub, port: GitRepo,
@@ -144,7 +149,9 @@ def test_401_a_bad_token(github: FakeGitHub, port: GitRepo, tmp_path: Path,
     error = _error(github, port, tmp_path)
     assert isinstance(error, PullRequestError)
     text = error.render()
-    assert "401" in text and "GITHUB_TOKEN" in text and "fix:" in text
+    assert "401" in text
+    assert "GITHUB_TOKEN" in text
+    assert "fix:" in text
     assert "ghp_wrong" not in text
 
 
@@ -165,13 +172,15 @@ def test_404_an_unknown_repository(github: FakeGitHub, port: GitRepo, tmp_path: 
     port.git("remote", "add", "origin", github.git_url)
     text = _error(github, port, tmp_path, repository="octo/elsewhere", remote="origin",
                   base="main").render()
-    assert "octo/elsewhere" in text and "pr.repository" in text
+    assert "octo/elsewhere" in text
+    assert "pr.repository" in text
 
 
 def test_422_says_what_github_refused(github: FakeGitHub, port: GitRepo,
                                       tmp_path: Path) -> None:
     text = _error(github, port, tmp_path, base="no-such-branch").render()
-    assert "422" in text and "base branch no-such-branch does not exist" in text
+    assert "422" in text
+    assert "base branch no-such-branch does not exist" in text
     assert "pr.base" in text
 
 
@@ -179,7 +188,8 @@ def test_422_of_a_reviewer(github: FakeGitHub, port: GitRepo, tmp_path: Path) ->
     github.fail(422, "Reviews may only be requested from collaborators.",
                 operation="pulls/request-reviewers")
     text = _error(github, port, tmp_path, reviewers=["stranger"]).render()
-    assert "collaborators" in text and "pr.reviewers" in text
+    assert "collaborators" in text
+    assert "pr.reviewers" in text
     assert len(github.pulls) == 1  # the pull request itself was opened
 
 
@@ -211,7 +221,8 @@ def test_the_push_needs_the_token_too(github: FakeGitHub, port: GitRepo, tmp_pat
     port.git("remote", "add", "origin", github.git_url)
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_wrong")
     text = _error(github, port, tmp_path, remote="origin", base="main").render()
-    assert "push" in text and "ghp_wrong" not in text
+    assert "push" in text
+    assert "ghp_wrong" not in text
     assert github.branch_head(BRANCH) is None
 
 
