@@ -4,13 +4,15 @@ it (``PORTWRIGHT_REQUIRE_ENGINE=1``, checked at the session's start)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import GitRepo
 from tests.pr import openapi
 from tests.pr.fake_github import FakeGitHub
+from tests.workflows.conftest import CycleWorld, build_world
 
 TOKEN = "ghp_portwrightTestToken0123456789abcdefXYZ"
 """The token the fake accepts: a value that can be searched for in every artifact."""
@@ -28,3 +30,9 @@ def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitH
         yield fake
     assert fake.invalid == []
     assert fake.token_on_command_line == []
+
+
+@pytest.fixture
+def cycle_world(make_repo: Callable[[str], GitRepo]) -> CycleWorld:
+    """The port cycle's small real port (:mod:`tests.workflows.conftest`)."""
+    return build_world(make_repo)
