@@ -16,7 +16,8 @@ if [ -s "$target" ]; then
 fi
 if ! command -v npm >/dev/null 2>&1; then
   echo "GitHub's OpenAPI description is missing and npm is not installed: the tests of the" >&2
-  echo "github pull-request backend will be skipped. fix: apt-get install npm, then run $0" >&2
+  echo "github pull-request backend skip (fail with PORTWRIGHT_REQUIRE_ENGINE=1)." >&2
+  echo "fix: apt-get install npm, then run $0" >&2
   [ "${PORTWRIGHT_REQUIRE_ENGINE:-}" = 1 ] && exit 1
   exit 0
 fi

@@ -108,6 +108,7 @@ RUNS = [
     Case("runs-reject-unknown", ("reject", "nope", "-m", "no"), says=("nope",)),
     Case("runs-log-unknown", ("log", "nope"), says=("nope",)),
     Case("runs-report-unknown", ("report", "nope"), says=("nope",)),
+    Case("runs-pr-unknown", ("pr", "nope"), says=("nope",)),
     Case("runs-run-unknown-row", ("run", "no-such-row"), says=("no-such-row",), json=False,
          runs_left=True,
          known="the row is looked up inside the cycle's prepare step: the run opens, then "
