@@ -403,7 +403,12 @@ def _invalid(field_name: str, code: str, message: str) -> tuple[int, Any]:
 
 
 def _why(exc: BaseException) -> str:
-    parts = [f"{type(exc).__name__}: {exc}"]
-    for cause in getattr(exc, "schema_errors", None) or []:
-        parts.append(str(getattr(cause, "message", cause)))
-    return "; ".join(parts)[:2000]
+    """What the validator refused, most precise first: the JSON-schema errors of the
+    exception and its causes, then the exception itself (cut)."""
+    reasons: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None:
+        reasons += [str(getattr(e, "message", e)) for e in
+                    getattr(seen, "schema_errors", None) or []]
+        seen = seen.__cause__ or seen.__context__
+    return "; ".join([*reasons, f"{type(exc).__name__}: {str(exc)[:300]}"])
