@@ -174,9 +174,8 @@ class GitHubBackend:
         if self.config.remote:
             return self.config.remote
         parts = urlsplit(self.config.api_url)
-        host = parts.netloc
-        if host == "api.github.com":
-            host = "github.com"
+        # api.github.com → github.com, api.X.ghe.com → X.ghe.com, HOST/api/v3 → HOST
+        host = parts.netloc.removeprefix("api.")
         return f"{parts.scheme}://{host}/{self.config.repository}.git"
 
     @contextmanager
@@ -199,17 +198,17 @@ class GitHubBackend:
         try:
             return call()
         except RequestFailed as exc:
-            raise self._refused(exc, doing, key) from None
+            raise self._refused(exc, doing, key) from exc
         except RequestError as exc:
             raise PullRequestError(
                 f"GitHub's API at {self.config.api_url} did not answer while {doing}: "
                 f"{type(exc.exc).__name__}", key="pr.api_url",
                 fix="check [pr] api_url and this machine's network, then try again "
-                    "(`portwright pr RUN`)") from None
+                    "(`portwright pr RUN`)") from exc
         except GitHubException as exc:
             raise PullRequestError(f"GitHub's client failed while {doing}: "
                                    f"{type(exc).__name__}", key="pr.api_url",
-                                   fix="try again (`portwright pr RUN`)") from None
+                                   fix="try again (`portwright pr RUN`)") from exc
 
     def _refused(self, exc: RequestFailed, doing: str, key: str) -> PortwrightError:
         response: httpx.Response = exc.response.raw_response
@@ -256,7 +255,7 @@ def _read(model: type[M], answer: Any) -> M:
     except (ValueError, ValidationError) as exc:
         raise PullRequestError(f"GitHub's answer is not what its API describes: {exc}",
                                key="pr.api_url",
-                               fix="check that [pr] api_url is GitHub's REST API") from None
+                               fix="check that [pr] api_url is GitHub's REST API") from exc
 
 
 def _message(response: httpx.Response) -> str:

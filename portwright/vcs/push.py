@@ -28,8 +28,11 @@ logger = logging.getLogger(__name__)
 
 _QUIET = ("GIT_TRACE", "GIT_CURL_VERBOSE", "GIT_TRACE_CURL", "GIT_TRACE_PACKET",
           "GIT_TRACE_PACK_ACCESS", "GIT_TRACE2", "GIT_TRACE2_EVENT", "GIT_TRACE2_PERF",
-          "GIT_TRACE_PERFORMANCE", "GIT_TRACE_SETUP", "GIT_TRACE_SHALLOW", "GIT_TRACE_CURL_NO_DATA",
-          "GIT_ASKPASS", "SSH_ASKPASS", "GIT_SSL_NO_VERIFY")
+          "GIT_TRACE_PERFORMANCE", "GIT_TRACE_SETUP", "GIT_TRACE_SHALLOW",
+          "GIT_TRACE_CURL_NO_DATA", "GIT_TRACE_REDACT")
+"""git's trace variables: never passed to a push (traces can print headers)."""
+_WITH_TOKEN = ("GIT_ASKPASS", "SSH_ASKPASS", "GIT_SSL_NO_VERIFY")
+"""Also dropped when a token authenticates: no other credentials, no unverified TLS."""
 
 
 def remote_url(repo: Path, remote: str) -> str:
@@ -68,6 +71,7 @@ def push(repo: Path, remote: str, branch: str, *, token: str | None = None,
     url = remote_url(repo, remote)
     env = {k: v for k, v in os.environ.items() if k not in _QUIET}
     if token is not None and url.startswith(("http://", "https://")):
+        env = {k: v for k, v in env.items() if k not in _WITH_TOKEN}
         header = base64.b64encode(f"x-access-token:{token}".encode()).decode()
         settings = {"credential.helper": "",
                     f"http.{shown(url)}.extraHeader": f"Authorization: Basic {header}"}

@@ -239,3 +239,18 @@ def test_the_token_is_nowhere_but_in_the_environment(github: FakeGitHub, port: G
                 assert basic.encode() not in data, path
     assert github.token_on_command_line == []
     assert os.environ["GITHUB_TOKEN"] == TOKEN
+
+
+@pytest.mark.parametrize(("api_url", "remote"), [
+    ("https://api.github.com", "https://github.com/octo/port.git"),
+    ("https://ghe.example.com/api/v3", "https://ghe.example.com/octo/port.git"),
+    ("https://api.acme.ghe.com", "https://acme.ghe.com/octo/port.git"),
+])
+def test_the_branch_goes_to_the_repository_on_the_apis_server(api_url: str, remote: str,
+                                                              tmp_path: Path) -> None:
+    from portwright.vcs.pr_github import GitHubBackend
+
+    cfg = PRConfig(backend="github", repository="octo/port", api_url=api_url)
+    backend = GitHubBackend(cfg, repo=tmp_path, folder=tmp_path, environ={})
+    assert backend._remote() == remote
+    assert TOKEN not in repr(backend)
