@@ -82,3 +82,10 @@ def test_nor_the_variable_of_the_configured_token() -> None:
     assert caught.value.key is not None
     assert caught.value.key.startswith("pr")
     assert "PORT_BOT_TOKEN" in caught.value.render()
+
+
+def test_every_field_is_documented() -> None:
+    from portwright.config_pr import PRConfig
+
+    for name, field in PRConfig.model_fields.items():
+        assert field.description, f"PRConfig.{name} has no docstring"
