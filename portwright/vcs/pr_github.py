@@ -83,7 +83,7 @@ class GitHubBackend:
         self.config = config
         self.repo = repo
         self.folder = folder
-        self.owner, self.name_ = config.repository.split("/", 1)
+        self.owner, self.repo_name = config.repository.split("/", 1)
         self._environ = environ
 
     def __repr__(self) -> str:
@@ -97,7 +97,7 @@ class GitHubBackend:
         with self._client(token) as rest:
             base = request.base or _read(_Repository, self._call(
                 "reading the repository", "pr.repository",
-                lambda: rest.repos.get(self.owner, self.name_))).default_branch
+                lambda: rest.repos.get(self.owner, self.repo_name))).default_branch
             pushed = push(self.repo, self._remote(), request.branch, token=token,
                           token_env=self.config.token_env)
             found = self._find(rest, request.branch)
@@ -105,13 +105,12 @@ class GitHubBackend:
                 data: Any = {"title": request.title, "head": request.branch, "base": base,
                              "body": body, "draft": request.draft}
                 pull = _read(_Pull, self._call("opening the pull request", "pr.base", lambda: (
-                    rest.pulls.create(self.owner, self.name_, data=data))))
+                    rest.pulls.create(self.owner, self.repo_name, data=data))))
             else:
                 update: Any = {"title": request.title, "body": body, "base": base}
                 pull = _read(_Pull, self._call(
                     f"updating pull request #{found}", "pr.base", lambda: (
-                        rest.pulls.update(self.owner, self.name_, found,
-                                                 data=update))))
+                        rest.pulls.update(self.owner, self.repo_name, found, data=update))))
             self._decorate(rest, pull.number, request)
         result = PullRequest(backend="github", number=pull.number, url=pull.html_url,
                              branch=request.branch, base=pull.base.ref,
@@ -128,7 +127,7 @@ class GitHubBackend:
                 return None
             pull = _read(_Pull, self._call(
                 f"reading pull request #{number}", "pr.repository", lambda: (
-                    rest.pulls.get(self.owner, self.name_, number))))
+                    rest.pulls.get(self.owner, self.repo_name, number))))
         return PullRequest(backend="github", number=pull.number, url=pull.html_url,
                            branch=branch, base=pull.base.ref, draft=bool(pull.draft),
                            created=False)
@@ -139,8 +138,8 @@ class GitHubBackend:
         """The number of the open pull request whose head is ``branch`` of this
         repository's owner."""
         answer = self._call("looking for the branch's pull request", "pr.repository", lambda: (
-            rest.pulls.list(self.owner, self.name_, head=f"{self.owner}:{branch}",
-                                   state="open", per_page=1)))
+            rest.pulls.list(self.owner, self.repo_name, head=f"{self.owner}:{branch}",
+                            state="open", per_page=1)))
         pulls = _read(_Pulls, answer)
         return pulls.root[0].number if pulls.root else None
 
@@ -149,14 +148,14 @@ class GitHubBackend:
         if request.labels:
             labels: Any = {"labels": request.labels}
             self._call(f"labelling pull request #{number}", "pr.labels", lambda: (
-                rest.issues.add_labels(self.owner, self.name_, number, data=labels)))
+                rest.issues.add_labels(self.owner, self.repo_name, number, data=labels)))
         users = [r for r in request.reviewers if "/" not in r]
         teams = [r.split("/", 1)[1] for r in request.reviewers if "/" in r]
         if users or teams:
             asked: Any = {"reviewers": users, "team_reviewers": teams}
             self._call(f"requesting reviewers of pull request #{number}", "pr.reviewers",
                        lambda: rest.pulls.request_reviewers(
-                           self.owner, self.name_, number, data=asked))
+                           self.owner, self.repo_name, number, data=asked))
 
     def _token(self) -> str:
         name = self.config.token_env
