@@ -13,6 +13,7 @@ demo:
 
 test:
 	@bash scripts/bootstrap.sh --engine
+	@bash scripts/github-openapi.sh
 	@.venv/bin/python -m pytest
 
 lint: setup

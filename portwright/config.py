@@ -34,11 +34,13 @@ from pydantic import (
 
 from portwright import environment
 from portwright.config_errors import config_error, line_from_message, locate_key
+from portwright.config_pr import SECRET_NAMES, PRBackendKind, PRConfig
 from portwright.errors import ConfigError
 from portwright.pathkinds import default_path_kinds, merge_path_kinds
 from portwright.values import MemorySize, RepoFile, RepoFolder, RepoGlob, Seconds, TmpfsSize
 
-__all__ = ["CONFIG_FILE", "PortwrightConfig", "load_config", "locate_key", "parse_config"]
+__all__ = ["CONFIG_FILE", "SECRET_NAMES", "PRBackendKind", "PRConfig", "PortwrightConfig",
+           "load_config", "locate_key", "parse_config"]
 
 CONFIG_FILE = "portwright.toml"
 ENV_PREFIX = environment.PREFIX
@@ -185,7 +187,17 @@ class SandboxConfig(_Model):
     tail_bytes: int = Field(default=16 * 1024, gt=0)
     """Bytes of head and tail of each stream kept in memory."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Environment passed into the sandbox. Nothing else from the host is passed."""
+    """Environment passed into the sandbox. Nothing else from the host is passed; a forge's
+    token (``GITHUB_TOKEN``, ``GH_TOKEN``, …, and ``[pr] token_env``) never is."""
+
+    @field_validator("env")
+    @classmethod
+    def _no_forge_token(cls, value: dict[str, str]) -> dict[str, str]:
+        secret = sorted(name for name in value if name.upper() in SECRET_NAMES)
+        if secret:
+            raise ValueError(f"{secret[0]} is a forge's token: sandboxed code must never "
+                             "see it")
+        return value
 
 
 class ModelBudget(_Model):
@@ -308,12 +320,24 @@ class PortwrightConfig(_Model):
     """Checkpoints of runs."""
     sync: SyncConfig = Field(default_factory=SyncConfig)
     """Pin syncs and scheduled runs."""
+    pr: PRConfig = Field(default_factory=PRConfig)
+    """Where a finished run's pull request goes."""
     state_dir: str | None = None
     """Folder for run state, caches and the upstream clone, shared by projects (each gets
     ``projects/<name>-<hash>`` in it). An absolute path outside every repository: sandboxed
     commands can write the repository. Unset: ``$XDG_STATE_HOME/portwright`` or
     ``~/.local/state/portwright``; ``PORTWRIGHT_STATE_DIR`` sets it too."""
     _env: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @field_validator("pr")
+    @classmethod
+    def _token_stays_out_of_sandboxes(cls, value: PRConfig, info: ValidationInfo) -> PRConfig:
+        sandbox = info.data.get("sandbox")
+        if isinstance(sandbox, SandboxConfig) and value.token_env in sandbox.env:
+            raise ValueError(f"[sandbox] env passes {value.token_env}, the variable of the "
+                             "token (token_env): sandboxed code must never see it; remove it "
+                             "from [sandbox] env")
+        return value
 
     @field_validator("state_dir")
     @classmethod

@@ -33,7 +33,7 @@ def config_error(
         message = f"required key is missing ({key})"
     elif first["type"] == "extra_forbidden":
         message = f"unknown key {loc[-1]!r}"
-    else:
+    elif found is not None:  # None: a default checked against the other keys
         message = f"{message}; found {found!r}"
     more = len(exc.errors()) - 1
     if more:

@@ -52,7 +52,7 @@ def diagnose(repo: Path) -> list[Check]:
         return checks
     checks.append(Check("config", "ok", f"{repo / 'portwright.toml'} is valid"))
     probes: list[Callable[[Path, PortwrightConfig], Check]] = [_rules, _upstream, _pin,
-                                                                _sandbox, _model]
+                                                                _sandbox, _model, _pr]
     for probe in probes:
         try:
             checks.append(probe(repo, config))
@@ -147,3 +147,26 @@ def _model(repo: Path, config: PortwrightConfig) -> Check:
                      f"export {model.api_key_env}=… (only the agents need it; "
                      "gap, anchors, gates and rows work without a model)")
     return Check("model", "ok", f"{model.name} at {where}")
+
+
+def _pr(repo: Path, config: PortwrightConfig) -> Check:
+    """Where pull requests go; for GitHub, whether its client and the token are there
+    (nothing is sent: the token is checked by the first pull request)."""
+    from importlib.util import find_spec
+
+    from portwright.config import PRBackendKind
+    from portwright.vcs.push import remote_url, shown
+
+    pr = config.pr
+    pushed = f", pushed to {shown(remote_url(repo, pr.remote))}" if pr.remote else ""
+    if pr.backend is PRBackendKind.LOCAL:
+        return Check("pr", "ok", f"local: the body in the run's folder{pushed}")
+    where = f"GitHub {pr.repository} at {pr.api_url}{pushed}"
+    if find_spec("githubkit") is None:
+        return Check("pr", "fail", f"{where}: githubkit is not installed",
+                     "pip install 'portwright[github]'")
+    if not os.environ.get(pr.token_env, "").strip():
+        return Check("pr", "warn", f"{where}: ${pr.token_env} is not set",
+                     f"export {pr.token_env}=… (a token with Contents and Pull requests: read "
+                     "and write); without it a run ends blocked at open_pr")
+    return Check("pr", "ok", f"{where}; token in ${pr.token_env}")

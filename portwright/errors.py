@@ -8,7 +8,9 @@
     │   ├── RulesError             AGENTS.md and its gates block
     │   ├── ParityFileError        a matrix, ledger, inventory, spec or pin store
     │   ├── RevisionError          an upstream/downstream revision that does not resolve
-    │   └── RepositoryError        not a git repository, dirty tree, missing checkout
+    │   ├── RepositoryError        not a git repository, dirty tree, missing checkout
+    │   └── PullRequestError       the forge (GitHub) or the push refused a pull request:
+    │                              what it answered, the [pr] key or variable to change
     ├── ToolError                  a tool call the agent loop answers back to the model
     │   └── ConfinementError       a path that leaves the worktree / a write to upstream
     ├── UnsafePath                 a path in an untrusted tree the host will not open: a
@@ -17,6 +19,7 @@
         ├── BudgetExhausted        tokens, cost, calls or wall time ran out
         ├── GateFailed             a gate did not pass
         ├── ModelError             the model endpoint failed after its retries
+        ├── RateLimited            the forge's rate limit is spent: when it resets
         └── SandboxError           the sandbox could not do what was asked
             ├── EngineUnavailable  no Docker engine / no bubblewrap: how to start one
             ├── ImageMissing       the sandbox image does not exist: how to build it
@@ -84,6 +87,12 @@ class RepositoryError(UsageError):
     """A repository is missing, not a git repository, or not in the state required."""
 
 
+class PullRequestError(UsageError):
+    """The forge refused to open or update a pull request, or to take its branch: a bad or
+    missing token, a repository it cannot see, a base branch or reviewer it rejects. The
+    message says what it answered (never the token); ``key`` names what to change."""
+
+
 class ToolError(PortwrightError):
     """A tool call failed in a way the model can correct; answered back to it."""
 
@@ -127,6 +136,16 @@ class GateFailed(RunFailure):
 
 class ModelError(RunFailure):
     """The model endpoint failed after its retries, or answered something unusable."""
+
+
+class RateLimited(RunFailure):
+    """The forge's rate limit is spent: the message says when it resets (or how long the
+    forge asks to wait); the fix, how to try again."""
+
+    def __init__(self, message: str, *, fix: str) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(f"{message}\n  fix: {fix}")
 
 
 class SandboxError(RunFailure):

@@ -121,5 +121,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         missing.append("bubblewrap (apt-get install bubblewrap)")
     if not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
         missing.append("PostgreSQL server binaries (apt-get install postgresql)")
+    from tests.pr.openapi import cached_description
+
+    if not cached_description().is_file():
+        missing.append("GitHub's OpenAPI description for the fake GitHub "
+                       "(scripts/github-openapi.sh fetches it with npm)")
     if missing:
         raise pytest.UsageError("PORTWRIGHT_REQUIRE_ENGINE=1 but missing: " + "; ".join(missing))

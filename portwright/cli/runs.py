@@ -1,5 +1,5 @@
 """CLI commands of the port cycle: ``run``, ``resume``, ``runs``, ``status``, ``log``,
-``report``, ``approve``, ``reject``, ``edit``.
+``report``, ``approve``, ``reject``, ``edit``, ``pr``.
 
 Exit codes: 0 the run is done (or landed, or waits for a decision), 1 it ended blocked,
 2 bad input.
@@ -29,7 +29,7 @@ AllowLocal = Annotated[bool, typer.Option(
 
 def register(app: typer.Typer) -> None:
     """Add this room's commands to ``app``."""
-    for command in (run, resume, runs, status, log, report, approve, reject, edit):
+    for command in (run, resume, runs, status, log, report, approve, reject, edit, pr):
         app.command()(command)
 
 
@@ -58,6 +58,9 @@ def _printer(as_json: bool) -> Any:
             console.print(f"    gap verdict: [bold]{escape(event['status'])}[/]")
         elif kind == "waiting":
             console.print("[yellow]waiting for a decision[/]")
+        elif kind == "pr":
+            number = f"#{event['number']} " if event.get("number") else ""
+            console.print(f"    pull request {escape(number)}{escape(str(event['url']))}")
 
     return show
 
@@ -69,7 +72,8 @@ def _finish(result: RunView, as_json: bool) -> None:
     if as_json:
         emit_json({"run_id": result.run_id, "status": result.status.value,
                    "reason": values.get("reason", ""), "branch": values.get("branch", ""),
-                   "waiting": result.waiting, "pr": values.get("pr", "")})
+                   "waiting": result.waiting, "pr": values.get("pr", ""),
+                   "pr_url": values.get("pr_url", ""), "pr_number": values.get("pr_number")})
     else:
         colour = {"done": "green", "landed": "green", "waiting": "yellow"}.get(
             result.status.value, "red")
@@ -87,6 +91,8 @@ def _finish(result: RunView, as_json: bool) -> None:
         elif values.get("pr"):
             console.print(f"branch {values['branch']}; report: portwright report "
                           f"{result.run_id}", markup=False)
+            if values.get("pr_url"):
+                console.print(f"pull request: {values['pr_url']}", markup=False)
     if result.status is RunStatus.BLOCKED:
         raise typer.Exit(1)
 
@@ -254,6 +260,17 @@ def edit(
             replay, allow_local, as_json)
 
 
+def pr(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    as_json: JsonOption = False,
+) -> None:
+    """Open or update the pull request of a finished run (or of one blocked opening it: a
+    bad token, a rate limit), on the backend of its [pr] config; never a second one."""
+    from portwright.workflows import driver
+
+    _finish(driver.publish(project(committed=True), run_id, _printer(as_json)), as_json)
+
+
 def _age(values: dict[str, Any]) -> str:
     from datetime import UTC, datetime
 
@@ -287,7 +304,8 @@ def runs(
                      "node": item.next[0] if item.next else "-",
                      "age": _age(item.values),
                      "tokens": int(sum(v["tokens"] for v in spent.values())),
-                     "cost_usd": round(sum(v["cost_usd"] for v in spent.values()), 4)})
+                     "cost_usd": round(sum(v["cost_usd"] for v in spent.values()), 4),
+                     "pr_url": item.values.get("pr_url", "")})
     if as_json:
         emit_json(rows)
         return
@@ -322,7 +340,8 @@ def status(
                "reason": values.get("reason", ""), "next": list(current.next),
                "waiting": current.waiting, "timeline": values.get("timeline", []),
                "gates": values.get("gates", []), "attempts": values.get("attempts", {}),
-               "spend": spend(proj.run_dir(run_id)), "branch": values.get("branch", "")}
+               "spend": spend(proj.run_dir(run_id)), "branch": values.get("branch", ""),
+               "pr_url": values.get("pr_url", ""), "pr_number": values.get("pr_number")}
     if as_json:
         emit_json(payload)
         return
@@ -344,6 +363,8 @@ def status(
     for role, spent in payload["spend"].items():
         console.print(f"{role}: {int(spent['calls'])} calls, {int(spent['tokens'])} tokens, "
                       f"${spent['cost_usd']:.4f}", markup=False)
+    if payload["pr_url"]:
+        console.print(f"pull request: {payload['pr_url']}", markup=False)
     if current.waiting is not None:
         console.print("waits for: " + current.waiting["action_requests"][0]["name"],
                       markup=False)

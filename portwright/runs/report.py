@@ -50,7 +50,11 @@ def render_report(run_dir: Path, state: Mapping[str, Any], records: list[Evidenc
              f"- status: **{state.get('status', '?')}**"
              + (f" — {_cell(state['reason'])}" if state.get("reason") else ""),
              f"- branch: `{state.get('branch', '')}` from `{str(state.get('base', ''))[:12]}`",
-             f"- upstream pin: `{str(state.get('pin', ''))[:12]}`", ""]
+             f"- upstream pin: `{str(state.get('pin', ''))[:12]}`"]
+    if state.get("pr_url"):
+        number = f"#{state['pr_number']} " if state.get("pr_number") else ""
+        parts.append(f"- pull request: {number}{state['pr_url']}")
+    parts.append("")
     parts += _gap(run_dir) + _surface(run_dir)
     if state.get("spec_path"):
         parts += ["## Spec", "", f"`{state['spec_path']}` (committed on the branch)", ""]

@@ -7,7 +7,9 @@ continues from the last checkpoint (a node cut short by a crash runs again from 
 line; its side effects find what they already did), ``answer`` resumes a run parked at an
 approval with the person's decision. One process drives a run at a time (a lock in its
 folder); answering a run that is not waiting is refused ("already decided"), never a
-second resume.
+second resume. ``publish`` opens or updates the pull request of a finished run again
+(``portwright pr``), outside the graph, and records it in the run's checkpoint as the
+``open_pr`` step.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +38,10 @@ from portwright.project import Project
 from portwright.runs.store import RunStore
 from portwright.vcs import plumbing
 from portwright.vcs.worktree import run_worktree
+from portwright.workflows import nodes_finish
 from portwright.workflows.context import new_run_id, open_run
 from portwright.workflows.cycle import build_cycle
-from portwright.workflows.state import CycleState, RunStatus
+from portwright.workflows.state import CycleState, Node, RunStatus, Step
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +264,48 @@ def _still_waiting(current: RunView, question: str | None) -> None:
         raise UsageError(f"run {current.run_id}: that question was already decided; it waits "
                          f"at another one now", key="RUN",
                          fix=f"see `portwright status {current.run_id}` and answer the new one")
+
+
+def publish(project: Project, run_id: str, on_event: OnEvent) -> RunView:
+    """Open or update the pull request of a run that finished, or that was blocked opening
+    it (a bad token, a rate limit), from its branch and report as they are; the run is then
+    ``done`` (``landed``) with the pull request recorded as its ``open_pr`` step."""
+    base = _base_of(project, run_id)
+    with open_checkpointer(project) as saver:
+        _check_publishable(view(project, run_id, saver))
+    worktree = run_worktree(project.root, project.worktree_dir(run_id), run_id, base)
+    run_project = _run_project(project, run_id, worktree, base, resume=True)
+    # where the pull request goes is today's setting: a fixed [pr] is what a retry is for
+    run_project = replace(run_project, config=run_project.config.model_copy(
+        update={"pr": project.config.pr}))
+    with _lock(project.run_dir(run_id)), \
+            open_run(run_project, f"pr {run_id}", run_id=run_id, resume=True) as ctx, \
+            open_checkpointer(project) as saver:
+        graph = build_cycle().compile(checkpointer=saver)
+        state = CycleState.model_validate(graph.get_state(_thread(run_id)).values)
+        started = datetime.now(UTC)
+        update = nodes_finish.publish(ctx, state)
+        update["timeline"] = [Step(node=Node.OPEN_PR, started=started,
+                                   finished=datetime.now(UTC), note="portwright pr")]
+        graph.update_state(_thread(run_id), update, as_node=Node.OPEN_PR.value)
+        on_event({"event": "pr", "run_id": run_id, "number": update["pr_number"],
+                  "url": update["pr_url"]})
+        return view(project, run_id, saver, graph=graph)
+
+
+def _check_publishable(current: RunView) -> None:
+    run_id = current.run_id
+    if current.waiting is not None:
+        raise UsageError(f"run {run_id} waits for a decision", key="RUN",
+                         fix=f"answer it: `portwright approve {run_id}` (or reject it)")
+    if current.next:
+        raise UsageError(f"run {run_id} has not finished (next: {', '.join(current.next)})",
+                         key="RUN", fix=f"continue it: `portwright resume {run_id}`")
+    reason = str(current.values.get("reason", ""))
+    if current.status is RunStatus.BLOCKED and not reason.startswith(f"{Node.OPEN_PR}:"):
+        raise UsageError(f"run {run_id} was blocked before its pull request: {reason}",
+                         key="RUN", fix="a blocked run has nothing to publish; start a new run "
+                                        "once the cause is fixed")
 
 
 def run_ids(project: Project) -> list[str]:

@@ -1,7 +1,10 @@
 """Reconcile the records, check them, ask before advancing, commit, open the pull request.
 
-``open_pr`` here is the local backend: the branch stays in the repository and the pull
-request body (the run's report) is written to the run's folder as ``pr.md``.
+``open_pr`` hands the run's report to the ``[pr]`` backend (:mod:`portwright.vcs.pr`):
+``local`` keeps it as ``pr.md`` in the run's folder (and pushes the branch to a remote
+when one is set), ``github`` pushes the branch and opens its pull request, or updates the
+one it opened before. :func:`publish` is that step, for the graph and for
+``portwright pr``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from portwright.parity.matrix import update_row
 from portwright.project import record_globs
 from portwright.runs.report import render_report
 from portwright.vcs import plumbing
+from portwright.vcs.pr import BODY_FILE, PRRequest, describe, open_backend
 from portwright.vcs.worktree import commit_step, head, reset_to_head
 from portwright.workflows.approvals import (
     RejectDecision,
@@ -31,6 +35,7 @@ from portwright.workflows.state import CycleState, Node, RunStatus
 from portwright.workflows.steps import (
     Update,
     blocked,
+    emit,
     failures,
     gate_refs,
     load,
@@ -87,7 +92,7 @@ def check_reconciled(state: CycleState, runtime: Runtime[RunContext]) -> Update:
 
 
 def _ask(ctx: RunContext, state: CycleState, point: str, name: str,
-         description: str) -> tuple[Update, str]:
+         description: str, **args: object) -> tuple[Update, str]:
     config = ctx.project.config
     retried = any(not g.passed for g in state.gates if g.phase in ("focused", "full"))
     unusual = unusual_reasons(deferred=state.deferred, attempts=state.attempts,
@@ -96,7 +101,7 @@ def _ask(ctx: RunContext, state: CycleState, point: str, name: str,
         return {"approvals": {**state.approvals, point: "auto"}}, "auto"
     why = "".join(f"\n- {reason}" for reason in unusual)
     asked = request(name, {"row": state.row, "branch": state.branch, "head": head(
-        ctx.project.root), "gates": [g.model_dump() for g in state.gates[-12:]]},
+        ctx.project.root), "gates": [g.model_dump() for g in state.gates[-12:]], **args},
         description + (f"\n\nWhy you are asked:{why}" if why else ""),
         ["approve", "reject", "respond"])
     decision = parse_response(interrupt(asked.model_dump()), asked)
@@ -128,24 +133,47 @@ def commit(state: CycleState, runtime: Runtime[RunContext]) -> Update:
 
 @node(Node.APPROVE_PR)
 def approve_pr(state: CycleState, runtime: Runtime[RunContext]) -> Update:
+    """Wait for a person (per policy) before anything leaves this machine: the request says
+    where the pull request goes."""
+    pr = runtime.context.project.config.pr
     update, _ = _ask(runtime.context, state, "pr", "approve_pr",
-                     f"Open the pull request of **`{state.row}`** from `{state.branch}`?")
+                     f"Open the pull request of **`{state.row}`** from `{state.branch}`: "
+                     f"{describe(pr)}?",
+                     pr={"backend": str(pr.backend), "repository": pr.repository,
+                         "base": pr.base, "draft": pr.draft, "remote": pr.remote})
     return update
 
 
 @node(Node.OPEN_PR)
 def open_pr(state: CycleState, runtime: Runtime[RunContext]) -> Update:
-    """The local pull request: the branch, and its body (the report) as ``pr.md`` in the
-    run's folder; written again, never appended, when the step runs again."""
-    ctx = runtime.context
-    final = RunStatus.LANDED if state.status is RunStatus.LANDED else RunStatus.DONE
-    values = {**state.model_dump(mode="json"), "status": str(final)}
+    """The run's pull request on the configured backend, its body the run's report; run
+    again (a resumed step), it updates the pull request it opened."""
+    return publish(runtime.context, state)
+
+
+def publish(ctx: RunContext, state: CycleState) -> Update:
+    """Open or update the pull request of the run's branch with the run's report; the
+    state's update (status ``done``, or ``landed`` for a gap found closed)."""
+    config = ctx.project.config
+    landed = state.status is RunStatus.LANDED or state.gap == "landed"
+    final = RunStatus.LANDED if landed else RunStatus.DONE
+    # a run blocked by an earlier attempt at this step is done once it succeeds
+    reason = "" if state.status is RunStatus.BLOCKED else state.reason
+    values = {**state.model_dump(mode="json"), "status": str(final), "reason": reason,
+              "pr_url": ""}
     ledger = plumbing.git(ctx.project.root, "diff", "--no-color", state.base, "HEAD", "--",
-                          ctx.project.config.artifacts.ledger,
-                          *ctx.project.config.artifacts.matrices).decode("utf-8", "replace")
+                          config.artifacts.ledger,
+                          *config.artifacts.matrices).decode("utf-8", "replace")
     body = render_report(ctx.dir, values, ctx.store.records(), ledger_diff=ledger)
-    (ctx.dir / "pr.md").write_text(body, encoding="utf-8")
-    return {"pr": "pr.md", "status": final}
+    title = (f"Record {state.row} as landed" if final is RunStatus.LANDED else
+             f"Port {state.row} from {config.upstream.name}")
+    backend = open_backend(config.pr, repo=ctx.project.root, folder=ctx.dir)
+    result = backend.open_or_update(PRRequest.from_config(
+        config.pr, branch=state.branch, title=title, body=body, run_id=ctx.run_id))
+    emit("pr", backend=result.backend, number=result.number, url=result.url,
+         created=result.created)
+    return {"pr": BODY_FILE, "pr_url": result.url, "pr_number": result.number,
+            "status": final, "reason": reason}
 
 
 def route_after_advance(state: CycleState) -> str:
@@ -163,4 +191,4 @@ def route_after_pr_approval(state: CycleState) -> str:
 
 
 __all__ = ["approve_advance", "approve_pr", "check_reconciled", "commit", "open_pr",
-           "reconcile", "route_after_advance", "route_after_pr_approval"]
+           "publish", "reconcile", "route_after_advance", "route_after_pr_approval"]

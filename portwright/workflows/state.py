@@ -124,3 +124,7 @@ class CycleState(BaseModel):
     """Why the run is blocked (or how it ended)."""
     pr: str = ""
     """The pull-request body, relative to the run folder."""
+    pr_url: str = ""
+    """The pull request's page (``local``: the body's ``file://`` URL)."""
+    pr_number: int | None = None
+    """The pull request's number on the forge (None for ``local``)."""

@@ -116,6 +116,7 @@ RUNS = [
          says=("/nonexistent/token",)),
     Case("serve-token-twice", ("serve", "--token", "t" * 20, "--token-file", "t"),
          says=("--token",)),
+    Case("runs-pr-unknown", ("pr", "nope"), says=("nope",)),
     Case("runs-run-unknown-row", ("run", "no-such-row"), says=("no-such-row",), json=False,
          runs_left=True,
          known="the row is looked up inside the cycle's prepare step: the run opens, then "
