@@ -169,8 +169,7 @@ def verify_gap(
     rules = proj.rules()
     found = row_evidence(upstream, repo, symbol, pin, cfg)
     context = context_from_evidence(
-        found, open_repo(upstream, what="upstream checkout"),
-        rules_prose=rules.prose_for(None), upstream_name=cfg.upstream.name)
+        found, upstream, rules_prose=rules.prose_for(None), upstream_name=cfg.upstream.name)
     client = build_client(cfg.model, repo, record=record, replay=replay)
     run_id = run_id or (f"verify-gap-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-"
                         f"{secrets.token_hex(3)}")

@@ -91,10 +91,5 @@ def unified(repo: Path, base: str, paths: list[str], head: str = "HEAD") -> str:
                "-M", base, head, "--", *paths)
 
 
-def show(repo: Path, rev: str, path: str) -> str | None:
-    data = plumbing.show(repo, rev, path)
-    return None if data is None else data.decode("utf-8", errors="replace")
-
-
 def tracked(repo: Path) -> list[str]:
     return [p for p in git(repo, "ls-files", "-z").split("\0") if p]

@@ -48,10 +48,9 @@ from portwright.runs.store import RunStore
 from portwright.vcs import plumbing
 
 if TYPE_CHECKING:
-    import git
-
     from portwright.gates.runner import GateContext
     from portwright.sandboxes.base import Sandbox
+    from portwright.vcs.git import Repo
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ def _usage(name: str, exc: UsageError) -> GateResult:
 
 # --------------------------------------------------------------------------- anchors
 
-def check_anchors(repo: Path, config: PortwrightConfig, upstream: git.Repo, *,
+def check_anchors(repo: Path, config: PortwrightConfig, upstream: Repo, *,
                   at: str | None = None, strict: bool = False) -> GateResult:
     """Every anchor of every spec and of the ledger resolves, its excerpt matching.
 

@@ -26,7 +26,7 @@ from portwright.sandboxes.base import Sandbox
 from portwright.vcs import plumbing
 
 if TYPE_CHECKING:
-    import git
+    from portwright.vcs.git import Repo
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +56,13 @@ class GateContext:
     phase: Phase | None = None
     """The phase being guarded: command gates of ``red`` record red evidence (and pass when
     the tests fail), those of ``focused`` record green evidence."""
-    _upstream: git.Repo | None = field(default=None, repr=False)
+    _upstream: Repo | None = field(default=None, repr=False)
 
     @property
     def options(self) -> dict[str, str | int | float | bool | list[str]]:
         return dict(self.gate.spec.options)
 
-    def upstream(self) -> git.Repo:
+    def upstream(self) -> Repo:
         """The upstream repository (:meth:`Project.upstream_repo`)."""
         if self._upstream is None:
             from portwright.project import Project
@@ -140,7 +140,7 @@ def run_gates(
     only: str | list[str] | None = None,
     store: RunStore | None = None,
     base: str | None = None,
-    upstream: git.Repo | None = None,
+    upstream: Repo | None = None,
 ) -> list[GateResult]:
     """Run every gate the rules declare for ``phase`` (filtered by ``changed`` paths and by
     name with ``only``), in declaration order. Never raises for a failing gate: read
