@@ -8,8 +8,8 @@
   :func:`~portwright.vcs.git.open_repo` the only place a ``git.Repo`` is made (with the
   same environment). gitpython stays only where its object model earns its keep: the
   long-lived ``cat-file`` readers behind :func:`~portwright.vcs.git.commit_sha` and
-  :func:`~portwright.vcs.git.read_blob` (thousands of anchor lookups, one process), and
-  reading HEAD without a process. It never runs a git command.
+  :func:`~portwright.vcs.git.read_blob` (thousands of anchor lookups, one process).
+  It never runs a git command.
 - :mod:`portwright.vcs.worktree`: a run's own worktree and branch, commits with trailers.
 - :mod:`portwright.vcs.upstream`: the clone of an upstream given as a URL.
 

@@ -4,9 +4,9 @@ portwright, and only :mod:`portwright.vcs` imports gitpython.
 Commands never run through gitpython (:mod:`portwright.vcs.plumbing` runs them). A
 :class:`Repo` serves what its object model does well: :func:`commit_sha` and
 :func:`read_blob` read objects one at a time through the repository's long-lived
-``cat-file`` processes, so thousands of lookups cost one process; :func:`head_sha` reads a
-ref without running git at all. Those processes run with the same hardened environment as
-every other host-side git command (:func:`portwright.vcs.plumbing.hardened_env`).
+``cat-file`` processes, so thousands of lookups cost one process. Those processes run with
+the same hardened environment as every other host-side git command
+(:func:`portwright.vcs.plumbing.hardened_env`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from git import Repo
 from portwright.errors import RepositoryError
 from portwright.vcs.plumbing import hardened_env, rev_parse
 
-__all__ = ["Repo", "commit_sha", "head_sha", "open_repo", "path_of", "read_blob", "resolve"]
+__all__ = ["Repo", "commit_sha", "open_repo", "path_of", "read_blob", "resolve"]
 
 
 def open_repo(path: Path, *, what: str = "repository") -> Repo:
@@ -65,7 +65,3 @@ def read_blob(repo: Repo, spec: str) -> bytes | None:
     except ValueError:
         return None
     return bytes(found[3]) if bytes(found[1]) == b"blob" else None
-
-
-def head_sha(repo: Repo) -> str:
-    return str(repo.head.commit.hexsha)
