@@ -52,11 +52,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from portwright.errors import RepositoryError, UsageError
+from portwright.evidence.patch import git_header_path
 from portwright.vcs.plumbing import check_repo, git, git_lines, is_ancestor, rev_parse
 
 logger = logging.getLogger(__name__)
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 _WORD_RE = re.compile(rb"[A-Za-z0-9_]+")
 _NEEDLE_RE = re.compile(r"[A-Za-z0-9_]+\Z")
 _COMMIT_MARK = b"\x01"
@@ -84,13 +85,6 @@ def pickaxe(repo: Path, needle: str, rev: str = "HEAD", pathspecs: Iterable[str]
     return out.decode().split()
 
 
-def _pair_path(line: bytes) -> str:
-    """The new path of a ``diff --git a/X b/Y`` line (quoted paths included)."""
-    text = line.rstrip(b"\n").decode("utf-8", "surrogateescape")
-    cut = text.rfind(' "b/') if text.endswith('"') else text.rfind(" b/")
-    return text[cut + 1:].strip('"')[2:] if cut >= 0 else text
-
-
 def _parse_log(lines: Iterable[bytes]
                ) -> Iterator[tuple[str, list[tuple[str, Counter[bytes]]]]]:
     """Split ``git log -p -U0`` output into commits, each a list of file pairs with their
@@ -112,7 +106,7 @@ def _parse_log(lines: Iterable[bytes]
             sha, pairs, counts, in_hunk = line[1:].strip().decode(), [], None, False
         elif line.startswith(b"diff --git "):
             counts = Counter()
-            pairs.append((_pair_path(line), counts))
+            pairs.append((git_header_path(line), counts))
             in_hunk = False
         elif first == b"@":
             in_hunk = line.startswith(b"@@")

@@ -20,7 +20,8 @@ from pathlib import Path
 from portwright.pathkinds import classify
 from portwright.vcs.plumbing import git
 
-__all__ = ["EMPTY_TREE", "FilePatch", "classify", "commit_patch", "parse_patch", "range_patch"]
+__all__ = ["EMPTY_TREE", "FilePatch", "classify", "commit_patch", "git_header_path", "parse_patch",
+           "range_patch"]
 
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -65,7 +66,7 @@ def parse_patch(lines: Iterable[bytes]) -> list[FilePatch]:
     for line in lines:
         line = line.rstrip(b"\n")
         if line.startswith(b"diff --git "):
-            current = FilePatch(path=_git_header_path(line))
+            current = FilePatch(path=git_header_path(line))
             files.append(current)
             in_hunk = False
         elif current is None:
@@ -86,7 +87,7 @@ def parse_patch(lines: Iterable[bytes]) -> list[FilePatch]:
     return files
 
 
-def _git_header_path(line: bytes) -> str:
+def git_header_path(line: bytes) -> str:
     """The new path of a ``diff --git a/X b/Y`` line (the only name an empty file gets)."""
     text = line.rstrip(b"\n").decode("utf-8", "surrogateescape")
     cut = text.rfind(' "b/') if text.endswith('"') else text.rfind(" b/")
