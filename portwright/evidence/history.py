@@ -52,7 +52,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from portwright.errors import RepositoryError, UsageError
-from portwright.evidence.patch import git_header_path
+from portwright.evidence.patch import git_header_path, parse_patch
 from portwright.vcs.plumbing import check_repo, git, git_lines, is_ancestor, rev_parse
 
 logger = logging.getLogger(__name__)
@@ -310,14 +310,11 @@ class HistoryIndex:
         shas = pickaxe(self.repo, needle, self.head)
         out: list[CountChange] = []
         for sha in shas:
-            patch = git(self.repo, "show", "-U0", "--text", "--format=", sha)
+            patch = git(self.repo, "show", "-U0", "--text", "--no-color", "--no-ext-diff",
+                        "--src-prefix=a/", "--dst-prefix=b/", "--format=", sha)
             delta = 0
-            for line in patch.splitlines():
-                if line.startswith((b"+++", b"---")):
-                    continue
-                if line.startswith(b"+"):
-                    delta += line.decode("utf-8", "replace").count(needle)
-                elif line.startswith(b"-"):
-                    delta -= line.decode("utf-8", "replace").count(needle)
+            for pair in parse_patch(patch.splitlines(keepends=True)):
+                delta += sum(text.count(needle) for _, text in pair.added)
+                delta -= sum(text.count(needle) for _, text in pair.removed)
             out.append(CountChange(sha=sha, delta=delta))
         return out

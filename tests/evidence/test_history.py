@@ -116,3 +116,13 @@ def test_a_quoted_path_is_read_as_the_file_name(make_repo: Any) -> None:
     assert [c.sha for c in index.token_changes(["unique_token"])] == [sha]
     assert index.token_changes(["unique_token"], exclude=lambda path: path == "café.py") == []
 
+
+def test_an_added_line_that_starts_with_two_pluses_counts(make_repo: Any) -> None:
+    """``git show`` writes an added ``++i;`` as ``+++i;``: an added line, not a file header."""
+    repo = make_repo("up")
+    repo.commit("one", {"a.c": "int i;\n"})
+    sha = repo.commit("two", {"a.c": "int i;\n++i;\n"})
+    gone = repo.commit("three", {"a.c": "int i;\n"})
+    index = HistoryIndex(repo.path)
+    index.update()
+    assert [(c.sha, c.delta) for c in index.changes("++i")] == [(gone, -1), (sha, 1)]
