@@ -8,6 +8,13 @@ Public API:
 - ``range_patch(repo: Path, base: str, head: str) -> list[FilePatch]``
 - ``classify(path: str, path_kinds: Mapping[str, list[str]]) -> str`` (``source`` unless a
   ``path_kinds`` glob matches; :func:`portwright.pathkinds.classify`)
+- ``parse_patch(lines: Iterable[bytes]) -> list[FilePatch]``, ``git_header_path(line)``
+
+:func:`parse_patch` is portwright's one hand-written diff parser, kept for the hot paths
+that read whole histories: the upstream range scan (:mod:`portwright.evidence.upstream`)
+and the history index (:mod:`portwright.evidence.history`). unidiff, which the gates use,
+costs 4.2x its CPU time on the same patches (6.2 s against 1.5 s for 2,000 commits of
+tinygrad, a 50 MB ``git log -p -U0``; ``benchmarks/diff_parse.py``).
 """
 
 from __future__ import annotations
