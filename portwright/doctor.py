@@ -115,7 +115,7 @@ def _sandbox(repo: Path, config: PortwrightConfig) -> Check:
 
 
 def _docker_image(config: PortwrightConfig) -> Check:
-    from portwright.sandboxes.docker import docker_client
+    from portwright.sandboxes.engine import docker_client
     from portwright.sandboxes.images import image_exists
 
     if config.sandbox.dockerfile:

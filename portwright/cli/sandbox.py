@@ -108,7 +108,7 @@ def info_cmd(
     payload: dict[str, Any] = selection.model_dump(mode="json")
     payload["image"] = config.dockerfile or config.image
     if selection.backend == SandboxBackend.DOCKER and not config.dockerfile:
-        from portwright.sandboxes.docker import docker_client
+        from portwright.sandboxes.engine import docker_client
         from portwright.sandboxes.images import image_exists
 
         client = docker_client()
