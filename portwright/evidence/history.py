@@ -34,6 +34,8 @@ Public API:
 - ``.token_changes(tokens: Iterable[str], exclude=None) -> list[CountChange]`` (whole
   tokens, summed; ``exclude(path)`` leaves file pairs out)
 - ``.tokens() -> Iterable[str]`` (the vocabulary)
+- ``downstream_index(project, progress=None) -> HistoryIndex`` (the project's downstream,
+  cached in its state folder and brought up to date)
 - ``pickaxe(repo, needle, rev="HEAD") -> list[str]`` (plain ``git log -S``, the reference)
 """
 
@@ -48,12 +50,16 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from portwright.errors import RepositoryError, UsageError
 from portwright.evidence.patch import parse_patch
 from portwright.vcs.plumbing import check_repo, git, git_lines, is_ancestor, rev_parse
+
+if TYPE_CHECKING:
+    from portwright.project import Project
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +120,12 @@ def _pairs(diff: list[bytes]) -> list[tuple[str, Counter[str]]]:
             counts.subtract(_WORD_RE.findall(text))
         pairs.append((patch.path, counts))
     return pairs
+
+
+def downstream_index(project: Project,
+                     progress: Callable[[int], None] | None = None) -> HistoryIndex:
+    """The downstream's history index, cached in the state folder and brought up to date."""
+    return HistoryIndex.open(project.root, "HEAD", project.index_dir, progress)
 
 
 class HistoryIndex:
