@@ -99,11 +99,14 @@ class DockerSandbox(SandboxBase):
         config: SandboxConfig,
         run_id: str,
         log_dir: Path,
+        key_dir: Path,
         upstream: Path | None = None,
         image: str | None = None,
     ) -> None:
         super().__init__(worktree, config=config, log_dir=log_dir)
         self.upstream = upstream.resolve() if upstream is not None else None
+        self.key_dir = key_dir
+        """The evidence key's folder, which no mount may show."""
         self.run_id = run_id
         self.image = image
         self.container: Container | None = None
@@ -122,7 +125,7 @@ class DockerSandbox(SandboxBase):
     # -- lifecycle -------------------------------------------------------------------
 
     def _open(self) -> None:
-        self._mounts = sandbox_mounts(self.worktree, self.upstream)
+        self._mounts = sandbox_mounts(self.worktree, self.upstream, key_dir=self.key_dir)
         self._read_only = read_only_paths(self._mounts)
         self._sweeper = SetidSweeper(self.worktree, self._read_only)
         identity = command_identity(self.worktree)

@@ -130,10 +130,13 @@ def open_sandbox(
     worktree: Path,
     run_id: str,
     log_dir: Path,
+    key_dir: Path,
     upstream: Path | None = None,
     allow_local: bool = False,
 ) -> Sandbox:
     """The sandbox ``config`` asks for, not yet started: use it as a context manager.
+
+    ``key_dir`` is the evidence key's folder (made by the caller): no sandbox shows it.
 
     ``auto`` picks Docker when the engine answers, else bubblewrap; a plain subprocess
     only when ``allow_local`` says so (the caller's explicit ``--allow-local``): configured
@@ -153,11 +156,12 @@ def open_sandbox(
         from portwright.sandboxes.docker import DockerSandbox
 
         return DockerSandbox(worktree, config=config, run_id=run_id, log_dir=log_dir,
-                             upstream=upstream)
+                             key_dir=key_dir, upstream=upstream)
     if selection.backend == SandboxBackend.BWRAP:
         from portwright.sandboxes.bwrap import BwrapSandbox
 
-        return BwrapSandbox(worktree, config=config, log_dir=log_dir, upstream=upstream)
+        return BwrapSandbox(worktree, config=config, log_dir=log_dir, key_dir=key_dir,
+                            upstream=upstream)
     from portwright.sandboxes.local import LocalSandbox
 
     return LocalSandbox(worktree, log_dir=log_dir, config=config)
