@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from portwright.config import SandboxConfig  # noqa: E402
+from portwright.runs.keys import evidence_key_dir  # noqa: E402
 from portwright.sandboxes.bwrap import BwrapSandbox  # noqa: E402
 from portwright.sandboxes.docker import DockerSandbox  # noqa: E402
 from portwright.sandboxes.selection import bwrap_status, docker_status  # noqa: E402
@@ -93,7 +94,7 @@ def main() -> None:
         cold: list[float] = []
         for i in range(args.cold):
             sandbox = DockerSandbox(worktree, config=config, run_id=f"bench-cold-{i}",
-                                    log_dir=base / "logs" / f"cold-{i}")
+                                    key_dir=evidence_key_dir(), log_dir=base / "logs" / f"cold-{i}")
             start = time.perf_counter()
             sandbox.__enter__()
             sandbox.exec(["true"])
@@ -103,7 +104,7 @@ def main() -> None:
         print(f"cold start (create → first exec): {figures['cold_start']}")
 
         with DockerSandbox(worktree, config=config, run_id="bench-warm",
-                           log_dir=base / "logs" / "warm") as sb:
+                           key_dir=evidence_key_dir(), log_dir=base / "logs" / "warm") as sb:
             for _ in range(3):
                 sb.exec(["true"])
             exec_times, host_times = [], []
@@ -150,7 +151,7 @@ def main() -> None:
 
         if bwrap_status() == "ok":
             with BwrapSandbox(worktree, config=config.model_copy(update={"backend": "bwrap"}),
-                              log_dir=base / "logs" / "bwrap") as bw:
+                              key_dir=evidence_key_dir(), log_dir=base / "logs" / "bwrap") as bw:
                 times = [timed(lambda: bw.exec(["true"])) for _ in range(args.trivial)]
             figures["trivial_exec_bwrap"] = summary(times)
             print(f"trivial exec (bubblewrap): {figures['trivial_exec_bwrap']}")

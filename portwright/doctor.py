@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from portwright.config import PortwrightConfig, SandboxBackend, load_config
 from portwright.errors import PortwrightError, UsageError
 from portwright.project import Project
 from portwright.rules import load_rules
+from portwright.vcs import plumbing
 from portwright.vcs.git import open_repo
 
 Status = Literal["ok", "warn", "fail"]
@@ -68,7 +68,7 @@ def _fix_of(exc: PortwrightError) -> str:
 def _git(repo: Path) -> Check:
     if shutil.which("git") is None:
         return Check("git", "fail", "git is not installed", "apt-get install -y git")
-    version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    version = plumbing.version()
     try:
         open_repo(repo, what="the downstream repository")
     except PortwrightError as exc:
@@ -115,7 +115,7 @@ def _sandbox(repo: Path, config: PortwrightConfig) -> Check:
 
 
 def _docker_image(config: PortwrightConfig) -> Check:
-    from portwright.sandboxes.docker import docker_client
+    from portwright.sandboxes.engine import docker_client
     from portwright.sandboxes.images import image_exists
 
     if config.sandbox.dockerfile:

@@ -45,10 +45,9 @@ from portwright.vcs import plumbing
 from portwright.vcs.upstream import clone_or_fetch, is_url
 
 if TYPE_CHECKING:
-    import git
-
     from portwright.rules import Rules
     from portwright.runs.store import RunStore
+    from portwright.vcs.git import Repo
 
 logger = logging.getLogger(__name__)
 
@@ -230,7 +229,7 @@ class Project:
         top = plumbing.run(path, "rev-parse", "--show-toplevel").stdout.decode().strip()
         return not top or Path(top).resolve() in (self.root, self.main_root)
 
-    def upstream_repo(self) -> git.Repo:
+    def upstream_repo(self) -> Repo:
         """The upstream checkout opened with gitpython."""
         from portwright.vcs.git import open_repo
 

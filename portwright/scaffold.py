@@ -13,7 +13,7 @@ import jinja2
 from portwright.config import CONFIG_FILE
 from portwright.errors import RepositoryError, RulesError
 from portwright.rules.loader import RULES_NAME, parse_rules_file
-from portwright.vcs.git import head_sha, open_repo, resolve
+from portwright.vcs import plumbing
 from portwright.vcs.upstream import is_url
 
 logger = logging.getLogger(__name__)
@@ -53,11 +53,11 @@ def scaffold(
     Files that exist are kept as they are; an AGENTS.md without a gates block gets
     the section appended (nothing in it is changed).
     """
-    open_repo(repo, what="the downstream repository")
+    plumbing.check_repo(repo, "the downstream repository")
     resolved_pin = pin or "0000000"
     if not is_url(upstream):
-        upstream_repo = open_repo((repo / upstream).resolve(), what="the upstream checkout")
-        resolved_pin = resolve(upstream_repo, pin) if pin else head_sha(upstream_repo)
+        upstream_repo = plumbing.check_repo((repo / upstream).resolve(), "the upstream checkout")
+        resolved_pin = plumbing.rev_parse(upstream_repo, pin or "HEAD")
     elif pin is None:
         raise RepositoryError(
             "an upstream given as a URL needs an explicit pin",

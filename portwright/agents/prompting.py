@@ -15,14 +15,15 @@ import importlib.resources
 import logging
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-import git
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
 from portwright.agents.llm import Message, estimate_tokens
 from portwright.errors import RunFailure, ToolError
+from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
@@ -52,14 +53,14 @@ class Excerpt(BaseModel):
     """Estimated tokens (filled by :func:`cite`)."""
 
 
-def cite(repo: git.Repo, rev: str, path: str, start: int, end: int, *,
+def cite(repo: Path, rev: str, path: str, start: int, end: int, *,
          side: str = "upstream", why: str = "") -> Excerpt:
-    """The lines ``start``-``end`` of ``path`` at ``rev``, numbered."""
-    try:
-        text = str(repo.git.show(f"{rev}:{path}", strip_newline_in_stdout=False))
-    except git.GitCommandError as exc:
-        raise ToolError(f"{path} does not exist at {rev[:12]}") from exc
-    lines = text.splitlines()
+    """The lines ``start``-``end`` of ``path`` at ``rev`` in the repository at ``repo``,
+    numbered."""
+    data = plumbing.show(repo, rev, path)
+    if data is None:
+        raise ToolError(f"{path} does not exist at {rev[:12]}")
+    lines = data.decode("utf-8", "surrogateescape").splitlines()
     last = min(end, len(lines))
     body = "\n".join(f"{n:>6}\t{lines[n - 1]}" for n in range(max(start, 1), last + 1))
     at = f"@{rev[:12]}" if side == "upstream" else ""
@@ -67,7 +68,7 @@ def cite(repo: git.Repo, rev: str, path: str, start: int, end: int, *,
     return Excerpt(ref=ref, text=body, why=why, tokens=estimate_tokens(body))
 
 
-def cite_around(repo: git.Repo, rev: str, hits: Sequence[tuple[str, int]], *,
+def cite_around(repo: Path, rev: str, hits: Sequence[tuple[str, int]], *,
                 before: int = 3, after: int = 12, side: str = "upstream", why: str = ""
                 ) -> list[Excerpt]:
     """Excerpts around each ``(path, line)`` hit, overlapping ranges of a file merged."""

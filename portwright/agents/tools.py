@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-import git
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from portwright import safefs
@@ -39,7 +38,7 @@ from portwright.globs import match_any
 from portwright.protected import is_protected, protected_change
 from portwright.sandboxes.base import Sandbox
 from portwright.values import check_seconds
-from portwright.vcs.git import open_repo
+from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +69,8 @@ class Workspace:
     """Globs no write may match, e.g. the test paths while implementing."""
     read_cap: int = 8 * 1024 * 1024
     """Most bytes of one downstream file the tools read; a larger file is refused, not cut."""
-    _repos: dict[Path, git.Repo] = field(default_factory=dict, repr=False)
+    _repos: set[Path] = field(default_factory=set, repr=False)
+    """Roots already checked to be git repositories."""
 
     def __post_init__(self) -> None:
         self.worktree = self.worktree.resolve()
@@ -183,16 +183,18 @@ class Workspace:
             raise ConfinementError(f"{rel!r} leaves the upstream tree; use a path inside it")
         return "" if normal == "." else normal
 
-    def repo(self, side: Side) -> git.Repo:
+    def repo(self, side: Side) -> Path:
+        """The root of the ``side`` repository, checked to be one."""
         root = self.worktree if side == "downstream" else self.upstream
         if root is None:
             raise ToolError("this run has no upstream checkout")
         if root not in self._repos:
             try:
-                self._repos[root] = open_repo(root, what=f"{side} repository")
+                plumbing.check_repo(root, f"{side} repository")
             except PortwrightError as exc:
                 raise ToolError(str(exc)) from exc
-        return self._repos[root]
+            self._repos.add(root)
+        return root
 
     def rev(self, side: Side) -> str:
         if side == "downstream":
@@ -382,12 +384,11 @@ def show_upstream(ws: Workspace, args: ShowUpstreamArgs) -> str:
     cited, start, end = _cited(args.path, args.start_line, args.end_line)
     rel = ws.upstream_path(cited)
     repo, rev = ws.repo("upstream"), ws.rev("upstream")
-    try:
-        text = str(repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False))
-    except git.GitCommandError as exc:
-        raise ToolError(f"{cited}: not a file in upstream at {rev[:12]}") from exc
+    data = plumbing.show(repo, rev, rel)
+    if data is None:
+        raise ToolError(f"{cited}: not a file in upstream at {rev[:12]}")
     head = f"upstream {rel}@{rev[:12]}"
-    return ws.cap(f"{head}\n{_numbered(text, start, end)}")
+    return ws.cap(f"{head}\n{_numbered(_decoded(data), start, end)}")
 
 
 def list_dir(ws: Workspace, args: ListDirArgs) -> str:
@@ -395,12 +396,11 @@ def list_dir(ws: Workspace, args: ListDirArgs) -> str:
         rel = ws.upstream_path(args.path)
         repo, rev = ws.repo("upstream"), ws.rev("upstream")
         spec = f"{rev}:{rel}" if rel else rev
-        try:
-            out = str(repo.git.ls_tree(spec))
-        except git.GitCommandError as exc:
-            raise ToolError(f"{args.path}: not a directory in upstream at {rev[:12]}") from exc
+        done = plumbing.run(repo, "ls-tree", spec)
+        if done.returncode != 0:
+            raise ToolError(f"{args.path}: not a directory in upstream at {rev[:12]}")
         entries = []
-        for line in out.splitlines():
+        for line in _decoded(done.stdout).splitlines():
             meta, _, name = line.partition("\t")
             entries.append(name + "/" if meta.split()[1] == "tree" else name)
     else:
@@ -417,13 +417,13 @@ def search(ws: Workspace, args: SearchArgs) -> str:
     flags = ["-n", "-I", "--no-color", "-F" if args.fixed_strings else "-E"]
     if args.ignore_case:
         flags.append("-i")
-    try:
-        out = str(repo.git.grep(*flags, "-e", args.pattern, rev, "--", *pathspec))
-    except git.GitCommandError as exc:
-        if exc.status == 1:
-            return "no matches"
-        raise ToolError(f"search failed: {str(exc.stderr).strip()}") from exc
-    out = "\n".join(line.removeprefix(f"{rev}:") for line in out.splitlines())
+    done = plumbing.run(repo, "grep", *flags, "-e", args.pattern, rev, "--", *pathspec)
+    if done.returncode == 1:
+        return "no matches"
+    if done.returncode != 0:
+        raise ToolError(f"search failed: {_quoted_stderr(done.stderr)}")
+    out = "\n".join(line.removeprefix(f"{rev}:")
+                    for line in _decoded(done.stdout).splitlines())
     return ws.cap(out, "narrow the pattern or the path")
 
 
@@ -432,11 +432,11 @@ def _search_downstream(ws: Workspace, args: SearchArgs, pathspec: list[str]) -> 
     and untracked but not ignored); their bytes are read through safefs, so a file reached
     through a link, or swapped for one, is never read."""
     pattern = _compiled(args)
-    try:
-        listed = str(ws.repo("downstream").git.ls_files(
-            "-z", "--cached", "--others", "--exclude-standard", "--", *pathspec))
-    except git.GitCommandError as exc:
-        raise ToolError(f"search failed: {str(exc.stderr).strip()}") from exc
+    done = plumbing.run(ws.repo("downstream"), "ls-files", "-z", "--cached", "--others",
+                        "--exclude-standard", "--", *pathspec)
+    if done.returncode != 0:
+        raise ToolError(f"search failed: {_quoted_stderr(done.stderr)}")
+    listed = _decoded(done.stdout)
     found: list[str] = []
     large = 0
     for name in sorted(set(listed.split("\0")) - {""}):
@@ -498,11 +498,23 @@ def git_history(ws: Workspace, args: HistoryArgs) -> str:
     repo, rev = ws.repo(args.repo), ws.rev(args.repo)
     argv = [f"-{args.mode}", args.term, f"--max-count={args.max_count}",
             "--format=%h %ad %s", "--date=short", rev, "--", *_pathspec(ws, args.repo, args.path)]
-    try:
-        out = str(repo.git.log(*argv))
-    except git.GitCommandError as exc:
-        raise ToolError(f"history search failed: {str(exc.stderr).strip()}") from exc
+    done = plumbing.run(repo, "log", *argv)
+    if done.returncode != 0:
+        raise ToolError(f"history search failed: {_quoted_stderr(done.stderr)}")
+    out = _decoded(done.stdout).removesuffix("\n")
     return ws.cap(out or "no commits", "narrow the term or the path")
+
+
+def _decoded(out: bytes) -> str:
+    """git's output as text (bytes that are not UTF-8 kept as surrogates)."""
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _quoted_stderr(err: bytes) -> str:
+    """git's message as the tools have always answered it: ``stderr: '…'`` (empty when
+    git said nothing)."""
+    message = _decoded(err.removesuffix(b"\n"))
+    return f"stderr: '{message}'" if message else ""
 
 
 def write_file(ws: Workspace, args: WriteFileArgs) -> str:

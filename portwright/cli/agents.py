@@ -160,7 +160,7 @@ def verify_gap(
     from portwright.agents.transcript import TRANSCRIPT_NAME, Transcript
     from portwright.evidence.gap import row_evidence, upstream_repo
     from portwright.parity.pin import read_pin
-    from portwright.vcs.git import head_sha, open_repo
+    from portwright.vcs.plumbing import rev_parse
 
     proj = project(committed=True)
     repo, cfg = proj.root, proj.config
@@ -169,8 +169,7 @@ def verify_gap(
     rules = proj.rules()
     found = row_evidence(upstream, repo, symbol, pin, cfg)
     context = context_from_evidence(
-        found, open_repo(upstream, what="upstream checkout"),
-        rules_prose=rules.prose_for(None), upstream_name=cfg.upstream.name)
+        found, upstream, rules_prose=rules.prose_for(None), upstream_name=cfg.upstream.name)
     client = build_client(cfg.model, repo, record=record, replay=replay)
     run_id = run_id or (f"verify-gap-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-"
                         f"{secrets.token_hex(3)}")
@@ -178,7 +177,7 @@ def verify_gap(
     path = store.dir / TRANSCRIPT_NAME
     store.write_manifest(
         command="agent verify-gap " + " ".join(f"--symbol {s}" for s in symbol),
-        commit=head_sha(open_repo(repo, what="the downstream repository")),
+        commit=rev_parse(repo, "HEAD"),
         rules_digests=rules.digests(), config=cfg)
     workspace = Workspace(worktree=repo, upstream=upstream, pin=found.pin,
                           evidence=EvidenceSources(gap=gap_source(upstream, repo, found.pin,

@@ -108,7 +108,7 @@ def info_cmd(
     payload: dict[str, Any] = selection.model_dump(mode="json")
     payload["image"] = config.dockerfile or config.image
     if selection.backend == SandboxBackend.DOCKER and not config.dockerfile:
-        from portwright.sandboxes.docker import docker_client
+        from portwright.sandboxes.engine import docker_client
         from portwright.sandboxes.images import image_exists
 
         client = docker_client()
@@ -151,6 +151,7 @@ def exec_cmd(
     ``--backend local`` on the command line counts as ``--allow-local``; ``backend =
     "local"`` in portwright.toml does not.
     """
+    from portwright.runs.keys import evidence_key_dir
     from portwright.sandboxes.selection import open_sandbox
 
     if timeout is not None:
@@ -161,6 +162,7 @@ def exec_cmd(
     run_id = f"exec-{os.getpid()}-{int(time.time())}"
     log_dir = state_dir / "sandbox" / run_id
     sandbox = open_sandbox(config, worktree=STATE.repo, run_id=run_id, log_dir=log_dir,
+                           key_dir=evidence_key_dir(),
                            allow_local=allow_local or backend == SandboxBackend.LOCAL)
     with sandbox as sb:
         result = sb.exec(command, timeout=timeout)

@@ -24,13 +24,12 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import git
 from pydantic import BaseModel, ConfigDict
 
-from portwright.errors import ParityFileError, RevisionError
+from portwright.errors import ParityFileError, RepositoryError, RevisionError
 from portwright.vcs import plumbing
+from portwright.vcs.git import Repo, commit_sha, path_of, read_blob
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +175,7 @@ class BlobReader:
     process, not thousands.
     """
 
-    repo: git.Repo
+    repo: Repo
     """The upstream repository."""
     _revs: dict[str, str] = field(default_factory=dict)
     _files: dict[tuple[str, str], list[str] | None] = field(default_factory=dict)
@@ -184,14 +183,13 @@ class BlobReader:
     def commit(self, rev: str) -> str:
         """Full sha of ``rev`` (cached); :class:`RevisionError` when it names no commit."""
         if rev not in self._revs:
-            try:
-                header: tuple[Any, ...] = self.repo.git.get_object_header(f"{rev}^{{commit}}")
-            except ValueError as exc:
+            sha = commit_sha(self.repo, rev)
+            if sha is None:
                 raise RevisionError(
                     f"revision {rev!r} does not name a commit", file=str(self.repo.working_dir),
                     fix="fetch it upstream, or correct the sha / the pin",
-                ) from exc
-            self._revs[rev] = bytes(header[0]).decode()
+                )
+            self._revs[rev] = sha
         return self._revs[rev]
 
     def prefetch(self, wanted: Iterable[tuple[str, str]]) -> None:
@@ -226,16 +224,9 @@ class BlobReader:
         sha = self.commit(rev)
         key = (sha, path)
         if key not in self._files:
-            try:
-                found: tuple[Any, ...] = self.repo.git.get_object_data(f"{sha}:{path}")
-            except ValueError:
-                self._files[key] = None
-            else:
-                if bytes(found[1]) != b"blob":
-                    self._files[key] = None
-                else:
-                    text = bytes(found[3]).decode("utf-8", errors="replace")
-                    self._files[key] = text.splitlines()
+            data = read_blob(self.repo, f"{sha}:{path}")
+            self._files[key] = (None if data is None
+                                else data.decode("utf-8", errors="replace").splitlines())
         return self._files[key]
 
 
@@ -257,7 +248,7 @@ def _squash(text: str) -> str:
 
 
 def resolve_anchor(
-    upstream_repo: git.Repo,
+    upstream_repo: Repo,
     anchor: Anchor,
     default_rev: str,
     *,
@@ -321,10 +312,11 @@ class Remapped(BaseModel):
     """Why it could not be placed (empty when it was)."""
 
 
-def _renamed_path(repo: git.Repo, old_rev: str, new_rev: str, path: str) -> str | None:
+def _renamed_path(repo: Repo, old_rev: str, new_rev: str, path: str) -> str | None:
     try:
-        out = str(repo.git.diff("--name-status", "-M", "-z", old_rev, new_rev))
-    except git.GitCommandError:
+        out = plumbing.git(path_of(repo), "diff", "--name-status", "-M", "-z", old_rev,
+                           new_rev).decode("utf-8", "surrogateescape")
+    except RepositoryError:
         return None
     fields = [f for f in out.split("\0") if f]
     index = 0
@@ -342,7 +334,7 @@ def _renamed_path(repo: git.Repo, old_rev: str, new_rev: str, path: str) -> str 
 
 
 def remap_anchor(
-    upstream_repo: git.Repo,
+    upstream_repo: Repo,
     anchor: Anchor,
     default_rev: str,
     to_rev: str,

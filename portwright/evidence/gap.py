@@ -44,7 +44,7 @@ from portwright.evidence.gapmodels import (
     SymbolEvidence,
     Verdict,
 )
-from portwright.evidence.history import HistoryIndex
+from portwright.evidence.history import HistoryIndex, downstream_index
 from portwright.evidence.judgement import decide
 from portwright.evidence.rows import row_evidence
 from portwright.evidence.signals import Signal, key
@@ -71,12 +71,6 @@ def upstream_repo(project: Project) -> Path:
     except RepositoryError as exc:
         raise ConfigError(exc.message, file=project.root / "portwright.toml",
                           key="upstream.source", fix=exc.fix) from exc
-
-
-def downstream_index(project: Project,
-                     progress: Callable[[int], None] | None = None) -> HistoryIndex:
-    """The downstream's history index, cached in the state folder and brought up to date."""
-    return HistoryIndex.open(project.root, "HEAD", project.index_dir, progress)
 
 
 def _pairs_of_reverts(facts: list[CommitFacts]) -> dict[str, str]:

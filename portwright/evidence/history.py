@@ -34,6 +34,8 @@ Public API:
 - ``.token_changes(tokens: Iterable[str], exclude=None) -> list[CountChange]`` (whole
   tokens, summed; ``exclude(path)`` leaves file pairs out)
 - ``.tokens() -> Iterable[str]`` (the vocabulary)
+- ``downstream_index(project, progress=None) -> HistoryIndex`` (the project's downstream,
+  cached in its state folder and brought up to date)
 - ``pickaxe(repo, needle, rev="HEAD") -> list[str]`` (plain ``git log -S``, the reference)
 """
 
@@ -48,16 +50,21 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from portwright.errors import RepositoryError, UsageError
+from portwright.evidence.patch import parse_patch
 from portwright.vcs.plumbing import check_repo, git, git_lines, is_ancestor, rev_parse
+
+if TYPE_CHECKING:
+    from portwright.project import Project
 
 logger = logging.getLogger(__name__)
 
-INDEX_VERSION = 2
-_WORD_RE = re.compile(rb"[A-Za-z0-9_]+")
+INDEX_VERSION = 3
+_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
 _NEEDLE_RE = re.compile(r"[A-Za-z0-9_]+\Z")
 _COMMIT_MARK = b"\x01"
 _LOG_ARGS = ("log", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--src-prefix=a/",
@@ -84,40 +91,41 @@ def pickaxe(repo: Path, needle: str, rev: str = "HEAD", pathspecs: Iterable[str]
     return out.decode().split()
 
 
-def _pair_path(line: bytes) -> str:
-    """The new path of a ``diff --git a/X b/Y`` line (quoted paths included)."""
-    text = line.rstrip(b"\n").decode("utf-8", "surrogateescape")
-    cut = text.rfind(' "b/') if text.endswith('"') else text.rfind(" b/")
-    return text[cut + 1:].strip('"')[2:] if cut >= 0 else text
-
-
-def _parse_log(lines: Iterable[bytes]
-               ) -> Iterator[tuple[str, list[tuple[str, Counter[bytes]]]]]:
-    """Split ``git log -p -U0`` output into commits, each a list of file pairs with their
-    token count changes (added lines minus removed lines)."""
+def parse_log(lines: Iterable[bytes]) -> Iterator[tuple[str, list[tuple[str, Counter[str]]]]]:
+    """Split ``git log -p -U0`` output (:data:`_LOG_ARGS`) into commits, each a list of file
+    pairs with their token count changes (added lines minus removed lines). Each commit's
+    patch is read by :func:`~portwright.evidence.patch.parse_patch`, the one hand parser
+    (``benchmarks/diff_parse.py``, 2,000 commits of tinygrad: 6.1 CPU-seconds with the
+    tokens counted, against 4.8 s for the parser this module had and 8.6 s with unidiff)."""
     sha: str | None = None
-    pairs: list[tuple[str, Counter[bytes]]] = []
-    counts: Counter[bytes] | None = None
-    in_hunk = False
+    diff: list[bytes] = []
     for line in lines:
-        first = line[:1]
-        if in_hunk and counts is not None and first in (b"+", b"-"):
-            if first == b"+":
-                counts.update(_WORD_RE.findall(line, 1))
-            else:
-                counts.subtract(_WORD_RE.findall(line, 1))
-        elif first == _COMMIT_MARK:
+        if line[:1] == _COMMIT_MARK:
             if sha is not None:
-                yield sha, pairs
-            sha, pairs, counts, in_hunk = line[1:].strip().decode(), [], None, False
-        elif line.startswith(b"diff --git "):
-            counts = Counter()
-            pairs.append((_pair_path(line), counts))
-            in_hunk = False
-        elif first == b"@":
-            in_hunk = line.startswith(b"@@")
+                yield sha, _pairs(diff)
+            sha, diff = line[1:].strip().decode(), []
+        else:
+            diff.append(line)
     if sha is not None:
-        yield sha, pairs
+        yield sha, _pairs(diff)
+
+
+def _pairs(diff: list[bytes]) -> list[tuple[str, Counter[str]]]:
+    pairs: list[tuple[str, Counter[str]]] = []
+    for patch in parse_patch(diff):
+        counts: Counter[str] = Counter()
+        for _, text in patch.added:
+            counts.update(_WORD_RE.findall(text))
+        for _, text in patch.removed:
+            counts.subtract(_WORD_RE.findall(text))
+        pairs.append((patch.path, counts))
+    return pairs
+
+
+def downstream_index(project: Project,
+                     progress: Callable[[int], None] | None = None) -> HistoryIndex:
+    """The downstream's history index, cached in the state folder and brought up to date."""
+    return HistoryIndex.open(project.root, "HEAD", project.index_dir, progress)
 
 
 class HistoryIndex:
@@ -176,7 +184,7 @@ class HistoryIndex:
     def _ingest(self, lines: Iterable[bytes], progress: Progress | None) -> int:
         postings = self._postings
         new_ids: list[int] = []
-        for sha, pairs in _parse_log(lines):
+        for sha, pairs in parse_log(lines):
             commit_id = len(self._commits)
             self._commits.append(sha)
             self._paths.append([path for path, _ in pairs])
@@ -184,10 +192,9 @@ class HistoryIndex:
             for pair_no, (_path, counts) in enumerate(pairs):
                 for token, delta in counts.items():
                     if delta:
-                        key = token.decode("ascii")
-                        slot = postings.get(key)
+                        slot = postings.get(token)
                         if slot is None:
-                            slot = postings[key] = array("i")
+                            slot = postings[token] = array("i")
                         slot.extend((commit_id, pair_no, delta))
             if progress is not None:
                 progress(len(new_ids))
@@ -316,14 +323,11 @@ class HistoryIndex:
         shas = pickaxe(self.repo, needle, self.head)
         out: list[CountChange] = []
         for sha in shas:
-            patch = git(self.repo, "show", "-U0", "--text", "--format=", sha)
+            patch = git(self.repo, "show", "-U0", "--text", "--no-color", "--no-ext-diff",
+                        "--src-prefix=a/", "--dst-prefix=b/", "--format=", sha)
             delta = 0
-            for line in patch.splitlines():
-                if line.startswith((b"+++", b"---")):
-                    continue
-                if line.startswith(b"+"):
-                    delta += line.decode("utf-8", "replace").count(needle)
-                elif line.startswith(b"-"):
-                    delta -= line.decode("utf-8", "replace").count(needle)
+            for pair in parse_patch(patch.splitlines(keepends=True)):
+                delta += sum(text.count(needle) for _, text in pair.added)
+                delta -= sum(text.count(needle) for _, text in pair.removed)
             out.append(CountChange(sha=sha, delta=delta))
         return out

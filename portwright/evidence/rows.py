@@ -18,7 +18,7 @@ from portwright.config import PortwrightConfig
 from portwright.evidence import names
 from portwright.evidence.downstream import Downstream
 from portwright.evidence.gapmodels import RowEvidence, SymbolEvidence
-from portwright.evidence.history import HistoryIndex
+from portwright.evidence.history import HistoryIndex, downstream_index
 from portwright.evidence.lookup import Location, TreeView
 from portwright.project import Project
 from portwright.vcs.plumbing import check_repo, git, rev_parse
@@ -87,8 +87,6 @@ def _path_symbol(symbol: str, upstream: Path, pin_sha: str, head_sha: str,
 def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
                  config: PortwrightConfig, *, index: HistoryIndex | None = None) -> RowEvidence:
     """The upstream and downstream facts about a row's symbols (see the module docstring)."""
-    from portwright.evidence.gap import downstream_index
-
     upstream = check_repo(upstream, "upstream checkout")
     downstream = check_repo(downstream, "downstream repository")
     pin_sha = rev_parse(upstream, pin)

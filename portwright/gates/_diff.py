@@ -1,9 +1,13 @@
-"""Diffs of the downstream repo between a base revision and HEAD, via git."""
+"""Diffs of the downstream repo between a base revision and HEAD, via git.
+
+Diffs are parsed with unidiff here, as in :mod:`~portwright.gates.weakening` and
+:mod:`~portwright.gates.tamper`: a gate reads one small diff, where unidiff's cost does
+not show. The hot paths that read whole histories use the one hand parser,
+:func:`portwright.evidence.patch.parse_patch` (``benchmarks/diff_parse.py``)."""
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,18 +72,13 @@ def name_status(repo: Path, base: str, head: str = "HEAD", *, exact: bool = Fals
     return changes
 
 
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
-
-
 def added_lines(repo: Path, base: str, path: str, head: str = "HEAD") -> set[int]:
     """Line numbers (at ``head``) of ``path`` that the diff adds or changes."""
+    from unidiff.patch import PatchSet
+
     out = git(repo, "diff", "-U0", "--no-color", base, head, "--", path)
-    lines: set[int] = set()
-    for match in _HUNK.finditer(out):
-        start = int(match.group(1))
-        count = int(match.group(2)) if match.group(2) is not None else 1
-        lines.update(range(start, start + count))
-    return lines
+    return {line.target_line_no for patched in PatchSet(out) for hunk in patched
+            for line in hunk if line.is_added and line.target_line_no is not None}
 
 
 def unified(repo: Path, base: str, paths: list[str], head: str = "HEAD") -> str:
@@ -89,11 +88,6 @@ def unified(repo: Path, base: str, paths: list[str], head: str = "HEAD") -> str:
         return ""
     return git(repo, "diff", "-U3", "--no-color", "--text", "--no-ext-diff", "--no-textconv",
                "-M", base, head, "--", *paths)
-
-
-def show(repo: Path, rev: str, path: str) -> str | None:
-    data = plumbing.show(repo, rev, path)
-    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def tracked(repo: Path) -> list[str]:

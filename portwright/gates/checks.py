@@ -1,7 +1,7 @@
 """The built-in checks, as plain functions returning a :class:`GateResult`.
 
 Each check passes when it has no failure messages; every message names ``file:line``.
-:data:`BUILTINS` adapts them to a :class:`~portwright.gates.runner.GateContext`, reading
+:data:`BUILTINS` adapts them to a :class:`~portwright.gates.models.GateContext`, reading
 gate options:
 
 ``anchors``            ``at`` (revision for anchors without ``@sha``; default the pin)
@@ -31,6 +31,7 @@ from portwright.config import PortwrightConfig
 from portwright.errors import RevisionError, UsageError
 from portwright.evidence.anchors import AnchorError, BlobReader, resolve_anchor
 from portwright.gates import _diff
+from portwright.gates.command import run_command
 from portwright.gates.integrity import check_protected_paths, check_tamper
 from portwright.gates.models import GateResult, result
 from portwright.gates.testids import from_junit_text, from_output
@@ -48,10 +49,9 @@ from portwright.runs.store import RunStore
 from portwright.vcs import plumbing
 
 if TYPE_CHECKING:
-    import git
-
-    from portwright.gates.runner import GateContext
+    from portwright.gates.models import GateContext
     from portwright.sandboxes.base import Sandbox
+    from portwright.vcs.git import Repo
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def _usage(name: str, exc: UsageError) -> GateResult:
 
 # --------------------------------------------------------------------------- anchors
 
-def check_anchors(repo: Path, config: PortwrightConfig, upstream: git.Repo, *,
+def check_anchors(repo: Path, config: PortwrightConfig, upstream: Repo, *,
                   at: str | None = None, strict: bool = False) -> GateResult:
     """Every anchor of every spec and of the ledger resolves, its excerpt matching.
 
@@ -455,8 +455,6 @@ def check_runtime_config(repo: Path, rules: Rules, sandbox: Sandbox | None, *,
                          timeout: float = 600.0) -> GateResult:
     """Run ``command``, extract the values it logs with the rules' ``[[runtime]]`` probes,
     and compare each with the answer ``spec`` declares under the probe's name."""
-    from portwright.gates.runner import run_command
-
     name = BuiltinCheck.RUNTIME_CONFIG.value
     probes = rules.runtime
     if not probes:

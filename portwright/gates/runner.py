@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING
 from portwright.config import PortwrightConfig
 from portwright.errors import GateFailed, RulesError, UsageError
 from portwright.gates.command import run_command
-from portwright.gates.models import GateResult
+from portwright.gates.models import GateContext, GateResult
 from portwright.rules import Phase, ResolvedGate, Rules
 from portwright.runs.models import EvidenceKind, EvidenceRecord
 from portwright.runs.store import RunStore
@@ -26,49 +25,11 @@ from portwright.sandboxes.base import Sandbox
 from portwright.vcs import plumbing
 
 if TYPE_CHECKING:
-    import git
+    from portwright.vcs.git import Repo
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["GateContext", "run_command", "run_gate", "run_gates"]
-
-
-@dataclass
-class GateContext:
-    """Everything a built-in check may look at."""
-
-    repo: Path
-    """The downstream worktree."""
-    config: PortwrightConfig
-    """Its portwright.toml."""
-    rules: Rules
-    """Its AGENTS.md rules."""
-    gate: ResolvedGate
-    """The gate being run."""
-    base: str | None = None
-    """Downstream revision the change is measured from (diff ``base..HEAD``)."""
-    changed: list[str] | None = None
-    """Paths the change touches (None: unknown, check everything)."""
-    sandbox: Sandbox | None = None
-    """The sandbox, for checks that run a command (runtime-config)."""
-    store: RunStore | None = None
-    """The run store, for checks that read evidence (red-green)."""
-    phase: Phase | None = None
-    """The phase being guarded: command gates of ``red`` record red evidence (and pass when
-    the tests fail), those of ``focused`` record green evidence."""
-    _upstream: git.Repo | None = field(default=None, repr=False)
-
-    @property
-    def options(self) -> dict[str, str | int | float | bool | list[str]]:
-        return dict(self.gate.spec.options)
-
-    def upstream(self) -> git.Repo:
-        """The upstream repository (:meth:`Project.upstream_repo`)."""
-        if self._upstream is None:
-            from portwright.project import Project
-
-            self._upstream = Project(self.repo, self.config).upstream_repo()
-        return self._upstream
 
 
 def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:
@@ -140,7 +101,7 @@ def run_gates(
     only: str | list[str] | None = None,
     store: RunStore | None = None,
     base: str | None = None,
-    upstream: git.Repo | None = None,
+    upstream: Repo | None = None,
 ) -> list[GateResult]:
     """Run every gate the rules declare for ``phase`` (filtered by ``changed`` paths and by
     name with ``only``), in declaration order. Never raises for a failing gate: read

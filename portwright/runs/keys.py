@@ -16,7 +16,9 @@ folder that others can read or write, that another user owns, or that lies insid
 repository is refused with :class:`EvidenceKeyError`.
 
 Neither the Docker sandbox nor bubblewrap's minimal view of the host shows the key's
-folder (:func:`portwright.sandboxes.mounts.masked_dirs` names it for any view that might).
+folder: whoever opens a sandbox passes it in (:func:`evidence_key_dir`, the ``key_dir`` of
+:func:`portwright.sandboxes.open_sandbox`), and bubblewrap covers it where a view might
+show it.
 The local sandbox is no isolation: commands in it can read the key.
 """
 

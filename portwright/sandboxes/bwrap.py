@@ -7,10 +7,10 @@ of ``/home``, ``/root``, ``/var`` or ``/run``: no engine socket), a fresh ``/dev
 ``/proc`` (``/proc/sys`` read-only) and size-capped ``/tmp``, the root itself read-only;
 the worktree read-write
 and every ``.git`` in it, git metadata and the upstream read-only (see
-:mod:`portwright.sandboxes.mounts`), all ``nosuid,nodev``. The evidence key's folder is
-not in the view; opening the sandbox creates it, and where a mounted folder holds it an
-empty tmpfs covers it. Every namespace is unshared (no network: only a loopback of its
-own), no capabilities, no nested user namespaces, a cleared environment. Its own pid
+:mod:`portwright.sandboxes.mounts`), all ``nosuid,nodev``. The evidence key's folder (the
+caller makes it and passes it in as ``key_dir``) is not in the view, and where a mounted
+folder holds it an empty tmpfs covers it. Every namespace is unshared (no network: only a
+loopback of its own), no capabilities, no nested user namespaces, a cleared environment. Its own pid
 namespace is what makes kills complete: when the command exits, or bwrap is killed on
 timeout, the kernel kills every process left in the namespace, ``setsid`` escapees and
 daemons included — and :meth:`BwrapSandbox.exec` returns only once they are gone.
@@ -119,10 +119,13 @@ class BwrapSandbox(SandboxBase):
         *,
         config: SandboxConfig,
         log_dir: Path,
+        key_dir: Path,
         upstream: Path | None = None,
     ) -> None:
         super().__init__(worktree, config=config, log_dir=log_dir)
         self.upstream = upstream.resolve() if upstream is not None else None
+        self.key_dir = key_dir
+        """The evidence key's folder (made by the caller, so every command masks it)."""
         self._bwrap: str | None = None
         self._nproc_base = 0
         self._mounts: list[Mount] = []
@@ -143,13 +146,10 @@ class BwrapSandbox(SandboxBase):
                                     fix="apt-get install bubblewrap (or start a Docker engine)")
 
     def _open(self) -> None:
-        from portwright.runs.keys import evidence_key_dir
-
-        self._mounts = sandbox_mounts(self.worktree, self.upstream)
+        self._mounts = sandbox_mounts(self.worktree, self.upstream, key_dir=self.key_dir)
         self._read_only = read_only_paths(self._mounts)
         self._sweeper = SetidSweeper(self.worktree, self._read_only)
         self._view = system_view(self._resources.enter_context(etc_copy()))
-        evidence_key_dir()  # exists from now on, so every command masks it (see _binds)
         self._bind_args = self._binds()
         identity = command_identity(self.worktree) if os.geteuid() == 0 else host_identity()
         self.uid, self.gid = identity.uid, identity.gid
@@ -204,7 +204,7 @@ class BwrapSandbox(SandboxBase):
             "--ro-bind" if m.read_only else "--bind", str(m.path), str(m.path)])
             for m in self._mounts]
         shown = [m.path for m in self._mounts] + shown_paths()
-        binds += [(d, ["--tmpfs", str(d)]) for d in masked_dirs()
+        binds += [(d, ["--tmpfs", str(d)]) for d in masked_dirs(self.key_dir)
                   if any(d == p or p in d.parents for p in shown)]
         args: list[str] = []
         for _, mount_args in sorted(binds, key=lambda b: len(b[0].parts)):  # outer first

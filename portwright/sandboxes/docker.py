@@ -39,16 +39,27 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.types import CancellableStream, LogConfig
 from docker.types import Mount as DockerMount
 
 from portwright.config import SandboxConfig
-from portwright.errors import EngineUnavailable, ImageMissing, SandboxDied, SandboxError
+from portwright.errors import ImageMissing, SandboxDied, SandboxError
 from portwright.sandboxes.base import ExecResult
 from portwright.sandboxes.common import GIT_ANY_OWNER, SandboxBase
 from portwright.sandboxes.common import SANDBOX_HOME as SANDBOX_HOME  # re-exported
+from portwright.sandboxes.engine import (
+    LABEL_CREATED,
+    LABEL_HOST,
+    LABEL_IDENTITY,
+    LABEL_KEPT,
+    LABEL_OWNER,
+    LABEL_RUN,
+    LABEL_WORKTREE,
+    docker_client,
+    owner_token,
+)
 from portwright.sandboxes.mounts import Mount, read_only_paths, repository_tops, sandbox_mounts
 from portwright.sandboxes.output import OutputSink
 from portwright.sandboxes.ownership import (
@@ -62,19 +73,8 @@ from portwright.sandboxes.ownership import (
 )
 from portwright.sandboxes.procs import process_alive
 from portwright.sandboxes.reaper import Reaper
-from portwright.sandboxes.selection import DOCKER_FIX, engine_socket_problem
 
 logger = logging.getLogger(__name__)
-
-LABEL_RUN = "portwright.run"
-LABEL_CREATED = "portwright.created-at"
-LABEL_OWNER = "portwright.owner"
-LABEL_HOST = "portwright.host"
-LABEL_WORKTREE = "portwright.worktree"
-LABEL_IDENTITY = "portwright.identity"
-"""``uid:gid=owner_uid:owner_gid`` (:class:`Identity`): whom to give the worktree back to."""
-LABEL_KEPT = "portwright.kept"
-"""The repositories' top folders left to root, with their group and mode (JSON)."""
 
 _WRAPPER = (
     '[ -d "$HOME" ] || mkdir -p "$HOME" 2>/dev/null; "$@"; rc=$?; kill -9 -1 2>/dev/null; '
@@ -84,41 +84,6 @@ _POLL = 0.25
 """Seconds between checks that the container's init still runs while a command runs."""
 _INSPECT_EVERY = 8
 """Every this many checks, also ask the engine whether the exec still runs."""
-
-
-def owner_token(pid: int | None = None) -> str:
-    """``pid:starttime`` of a process: names it even after its pid is reused."""
-    pid = os.getpid() if pid is None else pid
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return f"{pid}:{fields[19]}"
-
-
-def owner_alive(token: str) -> bool:
-    """Whether the process named by an :func:`owner_token` still runs."""
-    pid_text, _, _ = token.partition(":")
-    try:
-        return owner_token(int(pid_text)) == token
-    except (ValueError, OSError, IndexError):
-        return False
-
-
-def docker_client(timeout: int = 60) -> docker.DockerClient:
-    """A client of the local engine, or :class:`EngineUnavailable` with how to start it."""
-    problem = engine_socket_problem()
-    if problem is not None:
-        raise EngineUnavailable(problem, fix=DOCKER_FIX)
-    try:
-        client = docker.from_env(timeout=timeout)
-    except DockerException as exc:
-        raise EngineUnavailable(f"no Docker engine: {exc}", fix=DOCKER_FIX) from exc
-    try:
-        client.ping()
-    except Exception as exc:  # the SDK raises its own and requests' errors alike
-        client.close()
-        raise EngineUnavailable(f"the Docker engine does not answer: {exc}",
-                                fix=DOCKER_FIX) from exc
-    return client
 
 
 class DockerSandbox(SandboxBase):
@@ -134,11 +99,14 @@ class DockerSandbox(SandboxBase):
         config: SandboxConfig,
         run_id: str,
         log_dir: Path,
+        key_dir: Path,
         upstream: Path | None = None,
         image: str | None = None,
     ) -> None:
         super().__init__(worktree, config=config, log_dir=log_dir)
         self.upstream = upstream.resolve() if upstream is not None else None
+        self.key_dir = key_dir
+        """The evidence key's folder, which no mount may show."""
         self.run_id = run_id
         self.image = image
         self.container: Container | None = None
@@ -157,7 +125,7 @@ class DockerSandbox(SandboxBase):
     # -- lifecycle -------------------------------------------------------------------
 
     def _open(self) -> None:
-        self._mounts = sandbox_mounts(self.worktree, self.upstream)
+        self._mounts = sandbox_mounts(self.worktree, self.upstream, key_dir=self.key_dir)
         self._read_only = read_only_paths(self._mounts)
         self._sweeper = SetidSweeper(self.worktree, self._read_only)
         identity = command_identity(self.worktree)

@@ -28,7 +28,7 @@ from docker.errors import APIError, BuildError, ImageNotFound
 
 from portwright.config import SandboxConfig
 from portwright.errors import ConfigError, ImageMissing, SandboxError
-from portwright.sandboxes.docker import docker_client
+from portwright.sandboxes.engine import docker_client
 
 logger = logging.getLogger(__name__)
 

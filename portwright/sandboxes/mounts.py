@@ -13,8 +13,9 @@ The worktree is mounted read-write; everything git keeps is read-only:
 
 A ``.git`` that is a symbolic link is refused (git never makes one, and a bind would
 follow it). So is a mount that would show more of the host than a checkout: ``/``, a
-home folder or a folder above one, a folder holding the evidence key
-(:mod:`portwright.runs.keys`) or a container engine's socket, and — for the upstream and
+home folder or a folder above one, a folder holding the evidence key (whose folder the
+caller passes in as ``key_dir``: sandboxes do not import the run store) or a container
+engine's socket, and — for the upstream and
 git's folders — a folder that holds the worktree or is not the top of a git checkout.
 
 Some host folders must stay out of reach even where a mounted folder holds them:
@@ -137,16 +138,15 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def exposure(path: Path) -> str | None:
-    """What mounting ``path`` would show of the host that no sandbox may see, or None."""
-    from portwright.runs.keys import evidence_key_path
-
+def exposure(path: Path, key_dir: Path) -> str | None:
+    """What mounting ``path`` would show of the host that no sandbox may see (``key_dir``:
+    the evidence key's folder), or None."""
     if path == Path("/"):
         return "it is the host's root folder"
     for home in homes():
         if _inside(home, path):
             return f"it is or holds the home folder {home}"
-    key = evidence_key_path().parent.resolve()
+    key = key_dir.resolve()
     if _inside(key, path):
         return f"it holds the evidence key ({key})"
     for socket in engine_sockets():
@@ -155,15 +155,15 @@ def exposure(path: Path) -> str | None:
     return None
 
 
-def _check_worktree(worktree: Path) -> None:
-    problem = exposure(worktree)
+def _check_worktree(worktree: Path, key_dir: Path) -> None:
+    problem = exposure(worktree, key_dir)
     if problem is not None:
         raise SandboxError(f"refusing to mount the worktree {worktree} read-write: {problem}",
                            fix="run in a worktree of its own (a git checkout of the project)")
 
 
-def _check_git_dir(path: Path, worktree: Path, named_by: Path) -> None:
-    problem = exposure(path)
+def _check_git_dir(path: Path, worktree: Path, named_by: Path, key_dir: Path) -> None:
+    problem = exposure(path, key_dir)
     if problem is None and _inside(worktree, path):
         problem = "it holds the worktree"
     if problem is None and not (path / "HEAD").is_file():
@@ -174,10 +174,10 @@ def _check_git_dir(path: Path, worktree: Path, named_by: Path) -> None:
                                "recreate the worktree")
 
 
-def check_upstream(upstream: Path, worktree: Path) -> None:
+def check_upstream(upstream: Path, worktree: Path, key_dir: Path) -> None:
     """Refuse (:class:`ConfigError`) an upstream that is not the top of a git checkout of its
     own, or whose mount would show the worktree's surroundings or host secrets."""
-    problem = exposure(upstream)
+    problem = exposure(upstream, key_dir)
     if problem is None and _inside(worktree, upstream):
         problem = f"it holds the worktree {worktree}"
     if problem is None and not upstream.is_dir():
@@ -199,25 +199,27 @@ def _dot_git(checkout: Path) -> Path | None:
     return dot_git if dot_git.exists() else None
 
 
-def _admin_mounts(checkout: Path, worktree: Path) -> list[Mount]:
+def _admin_mounts(checkout: Path, worktree: Path, key_dir: Path) -> list[Mount]:
     admin = _git_admin_dirs(checkout)
     for path in admin:
-        _check_git_dir(path, worktree, checkout)
+        _check_git_dir(path, worktree, checkout, key_dir)
     return [Mount(p, read_only=True) for p in admin]
 
 
-def sandbox_mounts(worktree: Path, upstream: Path | None = None) -> list[Mount]:
+def sandbox_mounts(worktree: Path, upstream: Path | None = None, *,
+                   key_dir: Path) -> list[Mount]:
     """Mounts for a run, checked: outer paths first, so later (deeper) ones bind over them.
+    ``key_dir`` is the evidence key's folder, which no mount may show.
 
     Raises :class:`SandboxError` for a worktree or git folder that may not be mounted, and
     :class:`ConfigError` for such an upstream (see the module's docstring).
     """
     worktree = worktree.resolve()
-    _check_worktree(worktree)
+    _check_worktree(worktree, key_dir)
     mounts = [Mount(worktree, read_only=False)]
     top = _dot_git(worktree)
     if top is not None:
-        mounts += _admin_mounts(worktree, worktree)
+        mounts += _admin_mounts(worktree, worktree, key_dir)
         mounts.append(Mount(top, read_only=True))
     found, folders = nested_git(worktree)
     mounts += [Mount(folder, read_only=False) for folder in folders]
@@ -225,9 +227,9 @@ def sandbox_mounts(worktree: Path, upstream: Path | None = None) -> list[Mount]:
     if upstream is not None:
         upstream = upstream.resolve()
         if upstream != worktree:
-            check_upstream(upstream, worktree)
+            check_upstream(upstream, worktree, key_dir)
             mounts.append(Mount(upstream, read_only=True))
-            mounts += _admin_mounts(upstream, worktree)
+            mounts += _admin_mounts(upstream, worktree, key_dir)
     return _unique(mounts)
 
 
@@ -254,10 +256,7 @@ def read_only_paths(mounts: Iterable[Mount]) -> frozenset[str]:
     return frozenset(str(m.path) for m in mounts if m.read_only)
 
 
-def masked_dirs() -> list[Path]:
+def masked_dirs(key_dir: Path) -> list[Path]:
     """Host folders a sandbox must cover with an empty tmpfs where a mounted folder holds
-    them: the evidence key's folder (:mod:`portwright.runs.keys`), when it exists."""
-    from portwright.runs.keys import evidence_key_path
-
-    folder = evidence_key_path().parent
-    return [folder.resolve()] if folder.is_dir() else []
+    them: the evidence key's folder ``key_dir``, when it exists."""
+    return [key_dir.resolve()] if key_dir.is_dir() else []

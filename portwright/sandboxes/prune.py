@@ -27,7 +27,7 @@ from docker.errors import APIError, NotFound
 from pydantic import BaseModel, ConfigDict, Field
 
 from portwright.errors import SandboxError
-from portwright.sandboxes.docker import (
+from portwright.sandboxes.engine import (
     LABEL_HOST,
     LABEL_IDENTITY,
     LABEL_KEPT,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
@@ -14,15 +13,11 @@ from pydantic import BaseModel, ConfigDict
 from portwright.config import SandboxBackend, SandboxConfig
 from portwright.errors import EngineUnavailable
 from portwright.sandboxes.base import Sandbox
+from portwright.sandboxes.engine import DOCKER_FIX as DOCKER_FIX  # re-exported
+from portwright.sandboxes.engine import engine_socket_problem
 
 logger = logging.getLogger(__name__)
 
-DOCKER_FIX = (
-    "start the Docker engine (`dockerd >/var/log/dockerd.log 2>&1 &`, or "
-    "`systemctl start docker`; install it with `apt-get install docker.io`), or install "
-    "bubblewrap (`apt-get install bubblewrap`), or pass --allow-local to run without "
-    "isolation"
-)
 LOCAL_REFUSED = ("configured: backend = \"local\" (no isolation), which the configuration "
                  "alone cannot choose: pass --allow-local to run commands as plain host "
                  "processes")
@@ -46,24 +41,6 @@ class Selection(BaseModel):
     """What the bubblewrap probe found (``ok`` or the reason it failed)."""
     reason: str
     """One sentence: why this backend."""
-
-
-def engine_socket_problem() -> str | None:
-    """Why the engine's unix socket cannot be reached (None when it accepts, or is not a
-    unix socket). Checked before the SDK connects: it leaks the socket of a failed connect."""
-    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    if not host.startswith("unix://"):
-        return None
-    path = host.removeprefix("unix://")
-    if not Path(path).exists():
-        return f"no engine: {path} does not exist"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(3)
-        try:
-            probe.connect(path)
-        except OSError as exc:
-            return f"no engine listens on {path}: {exc.strerror or exc}"
-    return None
 
 
 def docker_status(timeout: float = 3.0) -> str:
@@ -153,10 +130,13 @@ def open_sandbox(
     worktree: Path,
     run_id: str,
     log_dir: Path,
+    key_dir: Path,
     upstream: Path | None = None,
     allow_local: bool = False,
 ) -> Sandbox:
     """The sandbox ``config`` asks for, not yet started: use it as a context manager.
+
+    ``key_dir`` is the evidence key's folder (made by the caller): no sandbox shows it.
 
     ``auto`` picks Docker when the engine answers, else bubblewrap; a plain subprocess
     only when ``allow_local`` says so (the caller's explicit ``--allow-local``): configured
@@ -176,11 +156,12 @@ def open_sandbox(
         from portwright.sandboxes.docker import DockerSandbox
 
         return DockerSandbox(worktree, config=config, run_id=run_id, log_dir=log_dir,
-                             upstream=upstream)
+                             key_dir=key_dir, upstream=upstream)
     if selection.backend == SandboxBackend.BWRAP:
         from portwright.sandboxes.bwrap import BwrapSandbox
 
-        return BwrapSandbox(worktree, config=config, log_dir=log_dir, upstream=upstream)
+        return BwrapSandbox(worktree, config=config, log_dir=log_dir, key_dir=key_dir,
+                            upstream=upstream)
     from portwright.sandboxes.local import LocalSandbox
 
     return LocalSandbox(worktree, log_dir=log_dir, config=config)

@@ -1,17 +1,30 @@
-"""Small, typed helpers over gitpython shared by every room that reads git."""
+"""gitpython, opened in one place: :func:`open_repo` is the only ``git.Repo(...)`` in
+portwright, and only :mod:`portwright.vcs` imports gitpython.
+
+Commands never run through gitpython (:mod:`portwright.vcs.plumbing` runs them). A
+:class:`Repo` serves what its object model does well: :func:`commit_sha` and
+:func:`read_blob` read objects one at a time through the repository's long-lived
+``cat-file`` processes, so thousands of lookups cost one process. Those processes run with
+the same hardened environment as every other host-side git command
+(:func:`portwright.vcs.plumbing.hardened_env`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import git
+from git import Repo
 
 from portwright.errors import RepositoryError
 from portwright.vcs.plumbing import hardened_env, rev_parse
 
+__all__ = ["Repo", "commit_sha", "open_repo", "path_of", "read_blob", "resolve"]
 
-def open_repo(path: Path, *, what: str = "repository") -> git.Repo:
-    """Open the git repository at ``path`` (not a parent of it)."""
+
+def open_repo(path: Path, *, what: str = "repository") -> Repo:
+    """Open the git repository at ``path`` (not a parent of it), hardened."""
     if not path.exists():
         raise RepositoryError(f"{what} does not exist", file=path,
                               fix="check the path (upstream.source in portwright.toml?)")
@@ -24,45 +37,31 @@ def open_repo(path: Path, *, what: str = "repository") -> git.Repo:
     return repo
 
 
-def resolve(repo: git.Repo, rev: str) -> str:
+def path_of(repo: Repo) -> Path:
+    """Where ``repo`` is: its work tree, or its git folder when it is bare."""
+    return Path(repo.working_dir or repo.git_dir)
+
+
+def resolve(repo: Repo, rev: str) -> str:
     """The full commit sha ``rev`` names, or a
     :class:`~portwright.errors.RevisionError` that says why not."""
-    return rev_parse(Path(repo.working_dir or repo.git_dir), rev)
+    return rev_parse(path_of(repo), rev)
 
 
-def show(repo: git.Repo, rev: str, path: str) -> str | None:
-    """Text of ``path`` at ``rev``, or None when the file does not exist there."""
+def commit_sha(repo: Repo, rev: str) -> str | None:
+    """The full sha of the commit ``rev`` names (``cat-file --batch-check``), or None."""
     try:
-        return str(repo.git.show(f"{rev}:{path}", strip_newline_in_stdout=False))
-    except git.GitCommandError:
+        header: tuple[Any, ...] = repo.git.get_object_header(f"{rev}^{{commit}}")
+    except ValueError:
         return None
+    return bytes(header[0]).decode()
 
 
-def show_bytes(repo: git.Repo, rev: str, path: str) -> bytes | None:
-    """Bytes of ``path`` at ``rev`` (None when absent)."""
+def read_blob(repo: Repo, spec: str) -> bytes | None:
+    """The bytes of the blob ``spec`` (``rev:path``) names (``cat-file --batch``); None when
+    it names nothing, or a tree."""
     try:
-        blob = repo.commit(rev).tree / path
-    except (KeyError, ValueError):
+        found: tuple[Any, ...] = repo.git.get_object_data(spec)
+    except ValueError:
         return None
-    data: bytes = blob.data_stream.read()
-    return data
-
-
-def ls_files(repo: git.Repo, rev: str) -> list[str]:
-    """Every file path in the tree of ``rev``."""
-    out = str(repo.git.ls_tree("-r", "--name-only", "-z", rev))
-    return [p for p in out.split("\0") if p]
-
-
-def changed_files(repo: git.Repo, base: str, head: str = "HEAD") -> list[str]:
-    """Paths changed between ``base`` and ``head`` (renames show their new path)."""
-    out = str(repo.git.diff("--name-only", "-z", f"{base}...{head}"))
-    return [p for p in out.split("\0") if p]
-
-
-def is_dirty(repo: git.Repo) -> bool:
-    return bool(repo.is_dirty(untracked_files=True))
-
-
-def head_sha(repo: git.Repo) -> str:
-    return str(repo.head.commit.hexsha)
+    return bytes(found[3]) if bytes(found[1]) == b"blob" else None

@@ -1,6 +1,7 @@
-"""Plain ``git`` subprocess calls returning bytes: the fast path for engines that read a
-whole history (evidence) or many diffs (gates). gitpython (``portwright.vcs.git``) serves
-the rest."""
+"""Plain ``git`` subprocess calls returning bytes, with the hardened environment: the one
+way portwright runs a git command (engines that read a whole history, gates that read
+diffs, agent tools, worktrees and commits). gitpython (``portwright.vcs.git``) only reads
+objects through its long-lived ``cat-file`` processes."""
 
 from __future__ import annotations
 
@@ -42,6 +43,17 @@ def hardened_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env["GIT_CONFIG_COUNT"] = str(count + len(HARDENED_CONFIG))
     env.update({"GIT_PAGER": "cat", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})
     return env
+
+
+def version() -> str:
+    """What ``git --version`` says (``git version 2.43.0``)."""
+    try:
+        done = subprocess.run(["git", "--version"], capture_output=True, env=hardened_env(),
+                              check=False)
+    except OSError as exc:
+        raise RepositoryError("git could not be run", fix="install git and put it on PATH"
+                              ) from exc
+    return done.stdout.decode("utf-8", "replace").strip()
 
 
 def run(repo: Path, *args: str, stdin: bytes | None = None,

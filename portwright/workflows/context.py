@@ -74,6 +74,7 @@ class RunContext:
     def sandbox(self) -> Sandbox:
         """The run's sandbox, started on first use (it needs an engine or bubblewrap)."""
         if self._sandbox is None:
+            from portwright.runs.keys import evidence_key_dir
             from portwright.sandboxes import open_sandbox
 
             try:
@@ -82,7 +83,8 @@ class RunContext:
                 upstream = None  # command gates can run without the upstream mounted
             sandbox = open_sandbox(self.project.config.sandbox, worktree=self.project.root,
                                    run_id=self.run_id, log_dir=self.dir / "sandbox-logs",
-                                   upstream=upstream, allow_local=self.allow_local)
+                                   key_dir=evidence_key_dir(), upstream=upstream,
+                                   allow_local=self.allow_local)
             self._sandbox = self._stack.enter_context(sandbox)
         return self._sandbox
 

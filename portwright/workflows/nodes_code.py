@@ -58,7 +58,7 @@ def _excerpts(ctx: RunContext, state: CycleState, *, tests: bool) -> list[Excerp
         path, _, line = anchor.rsplit("@", 1)[0].rpartition(":")
         if path and line.isdigit():
             hits.append((path, int(line)))
-    return cite_around(ctx.project.upstream_repo(), state.target, hits[:24], before=2, after=12,
+    return cite_around(ctx.project.upstream(), state.target, hits[:24], before=2, after=12,
                        why="upstream tests" if tests else "upstream implementation")
 
 

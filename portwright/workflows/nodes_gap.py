@@ -70,7 +70,7 @@ def verify_gap(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     upstream = ctx.project.upstream()
     found = row_evidence(upstream, root, state.symbols, state.pin, config)
     context = gap_verifier.context_from_evidence(
-        found, ctx.project.upstream_repo(), rules_prose=ctx.rules.prose_for(None),
+        found, upstream, rules_prose=ctx.rules.prose_for(None),
         upstream_name=config.upstream.name, row=state.row)
     ws = workspace(ctx, state.pin, evidence=EvidenceSources(
         gap=gap_source(upstream, root, state.pin, config)))

@@ -62,7 +62,7 @@ def enumerate_surface_node(state: CycleState, runtime: Runtime[RunContext]) -> U
     report = _surface(ctx, state)
     save(ctx, "surface.json", report)
     context = enumerator.context_from_surface(
-        report, ctx.project.upstream_repo(), rules_prose=ctx.rules.prose_for(None),
+        report, ctx.project.upstream(), rules_prose=ctx.rules.prose_for(None),
         row=state.row, questions=ctx.rules.spec.questions, feedback=state.feedback)
     outcome = run_role(ctx, enumerator.ROLE, context, workspace(ctx, state.target))
     if not outcome.ok or outcome.result is None:

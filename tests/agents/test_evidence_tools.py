@@ -53,11 +53,10 @@ def test_enumerator_context_from_the_surface_engine(pair: dict[str, Any]) -> Non
     from portwright.agents.roles.enumerator import ROLE, context_from_surface
     from portwright.config import ModelBudget
     from portwright.evidence.surface import enumerate_surface
-    from portwright.vcs.git import open_repo
 
     upstream = pair["upstream"].path
     report = enumerate_surface(upstream, "rope_scaling", pair["pin"])
-    context = context_from_surface(report, open_repo(upstream), rules_prose="rules")
+    context = context_from_surface(report, upstream, rules_prose="rules")
     assert context.pin == pair["pin"]
     assert "parameter: x" in context.candidates
     assert any(c.startswith("test: ") for c in context.candidates)
@@ -74,12 +73,11 @@ def test_enumerator_context_from_the_surface_engine(pair: dict[str, Any]) -> Non
 def test_gap_context_from_row_evidence(pair: dict[str, Any]) -> None:
     from portwright.agents.roles.gap_verifier import ROLE, context_from_evidence
     from portwright.evidence.gap import row_evidence
-    from portwright.vcs.git import open_repo
 
     upstream, downstream = pair["upstream"].path, pair["downstream"].path
     config = PortwrightConfig(upstream=UpstreamConfig(source=str(upstream)))
     found = row_evidence(upstream, downstream, ["rope_scaling"], pair["pin"], config)
-    context = context_from_evidence(found, open_repo(upstream), rules_prose="rules",
+    context = context_from_evidence(found, upstream, rules_prose="rules",
                                     upstream_name="pyserve", row="| rope | missing |")
     assert context.symbols == ["rope_scaling"]
     assert "downstream at HEAD: none" in context.evidence

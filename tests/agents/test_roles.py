@@ -33,7 +33,6 @@ from portwright.agents.roles import (
 from portwright.agents.transcript import Transcript
 from portwright.config import ModelBudget
 from portwright.rules import load_rules
-from portwright.vcs.git import open_repo
 from tests.agents.regenerate_golden import GOLDEN, TRANSCRIPT, rendered, scripted_transcript
 
 
@@ -86,10 +85,10 @@ def test_messages_are_static_first_for_prefix_caching() -> None:
 def test_context_is_cut_to_the_ceiling(make_repo: Any) -> None:
     upstream = make_repo("up")
     sha = upstream.commit("big", {"big.py": "".join(f"x{i} = {i}\n" for i in range(400))})
-    excerpt = cite(open_repo(upstream.path), sha, "big.py", 10, 12, why="the three lines")
+    excerpt = cite(upstream.path, sha, "big.py", 10, 12, why="the three lines")
     assert excerpt.ref == f"upstream big.py:10-12@{sha[:12]}"
     assert excerpt.text == "    10\tx9 = 9\n    11\tx10 = 10\n    12\tx11 = 11"
-    huge = cite(open_repo(upstream.path), sha, "big.py", 1, 400)
+    huge = cite(upstream.path, sha, "big.py", 1, 400)
     context = gap_verifier.sample().model_copy(update={"excerpts": [excerpt, huge]})
     messages = gap_verifier.ROLE.messages(context, ceiling=1200)
     task = messages[1].content or ""
@@ -342,7 +341,7 @@ def test_cite_around_merges_overlapping_hits(make_repo: Any) -> None:
     upstream = make_repo("up2")
     sha = upstream.commit("f", {"a.py": "".join(f"l{i}\n" for i in range(1, 101)),
                                 "b.py": "b\n"})
-    excerpts = cite_around(open_repo(upstream.path), sha, [("a.py", 80), ("a.py", 15),
+    excerpts = cite_around(upstream.path, sha, [("a.py", 80), ("a.py", 15),
                                                            ("b.py", 1), ("a.py", 10)],
                            before=2, after=5)
     assert [e.ref.split("@")[0] for e in excerpts] == [

@@ -104,3 +104,25 @@ def test_bad_input(make_repo: Any, tmp_path: Path) -> None:
     index.update()
     with pytest.raises(UsageError, match="empty"):
         index.search("")
+
+
+def test_a_quoted_path_is_read_as_the_file_name(make_repo: Any) -> None:
+    """git quotes a path with bytes outside ASCII (``"b/caf\\303\\251.py"``); the index keeps
+    the file's real name, so a path filter sees it."""
+    repo = make_repo("up")
+    sha = repo.commit("one", {"café.py": "unique_token = 1\n", "plain.py": "other = 2\n"})
+    index = HistoryIndex(repo.path)
+    index.update()
+    assert [c.sha for c in index.token_changes(["unique_token"])] == [sha]
+    assert index.token_changes(["unique_token"], exclude=lambda path: path == "café.py") == []
+
+
+def test_an_added_line_that_starts_with_two_pluses_counts(make_repo: Any) -> None:
+    """``git show`` writes an added ``++i;`` as ``+++i;``: an added line, not a file header."""
+    repo = make_repo("up")
+    repo.commit("one", {"a.c": "int i;\n"})
+    sha = repo.commit("two", {"a.c": "int i;\n++i;\n"})
+    gone = repo.commit("three", {"a.c": "int i;\n"})
+    index = HistoryIndex(repo.path)
+    index.update()
+    assert [(c.sha, c.delta) for c in index.changes("++i")] == [(gone, -1), (sha, 1)]

@@ -99,3 +99,14 @@ def test_init_outside_git_repo_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "not a git repository" in done.stderr
     assert not (tmp_path / "portwright.toml").exists()
+
+
+def test_init_with_an_upstream_without_commits_says_so(make_repo: type[GitRepo]) -> None:
+    make_repo("upstream")
+    down = make_repo("down")
+    down.commit("first", {"README.md": "port\n"})
+    done = portwright(down.path, "init", "--upstream", "../upstream")
+    assert done.returncode == 2, done.stderr
+    assert "no commits" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (down.path / "portwright.toml").exists()

@@ -14,6 +14,7 @@ from portwright.gates import run_command, run_gates
 from portwright.gates.checks import check_red_green
 from portwright.rules import load_rules
 from portwright.runs import EvidenceKind, RunStore
+from portwright.runs.keys import evidence_key_dir
 from portwright.sandboxes import LocalSandbox
 from tests.conftest import docker_engine_running
 from tests.parity.world import World
@@ -200,7 +201,7 @@ def test_command_gate_in_docker(world: World, tmp_path: Path, store: RunStore) -
                                       "kv.py": KV, ".gitignore": IGNORE})
     config = SandboxConfig(backend="docker", memory="512m")
     with open_sandbox(config, worktree=world.repo, run_id="run-1",
-                      log_dir=tmp_path / "docker-logs") as box:
+                      key_dir=evidence_key_dir(), log_dir=tmp_path / "docker-logs") as box:
         results = run_gates(load_rules(world.repo), "full", sandbox=box, repo=world.repo,
                             config=world.config(), store=store, only="unit")
     assert results[0].passed, results[0].messages

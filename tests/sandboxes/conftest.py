@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from portwright.config import SandboxConfig
+from portwright.runs.keys import evidence_key_dir
 from tests.conftest import GIT_ENV, bwrap_works, docker_engine_running
 
 if TYPE_CHECKING:
@@ -94,9 +95,11 @@ def isolating_sandbox(backend: str, run_id: str) -> Iterator[BwrapSandbox | Dock
         wt, main = make_worktree(base / "repos")
         sandbox: BwrapSandbox | DockerSandbox
         if backend == "bwrap":
-            sandbox = BwrapSandbox(wt, config=BWRAP_LIMITS, log_dir=base / "logs", upstream=main)
+            sandbox = BwrapSandbox(wt, config=BWRAP_LIMITS, key_dir=evidence_key_dir(),
+                                   log_dir=base / "logs", upstream=main)
         else:
             sandbox = DockerSandbox(wt, config=DOCKER_LIMITS, run_id=run_id,
+                                    key_dir=evidence_key_dir(),
                                     log_dir=base / "logs", upstream=main)
         with sandbox as sb:
             yield sb
@@ -121,10 +124,11 @@ def new_sandbox(backend: str, worktree: Path, base: Path, *, run_id: str,
     from portwright.sandboxes.docker import DockerSandbox
 
     if backend == "bwrap":
-        return BwrapSandbox(worktree, config=config or BWRAP_LIMITS, log_dir=base / "logs",
+        return BwrapSandbox(worktree, config=config or BWRAP_LIMITS, key_dir=evidence_key_dir(),
+                            log_dir=base / "logs",
                             upstream=upstream)
     return DockerSandbox(worktree, config=config or DOCKER_LIMITS, run_id=run_id,
-                         log_dir=base / "logs", upstream=upstream)
+                         key_dir=evidence_key_dir(), log_dir=base / "logs", upstream=upstream)
 
 
 def tree_owners(top: Path) -> dict[str, tuple[int, int]]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from portwright.errors import ImageMissing, SandboxDied
+from portwright.runs.keys import evidence_key_dir
 from portwright.sandboxes import read_log
 from portwright.sandboxes.docker import LABEL_RUN, DockerSandbox
 from tests.conftest import docker_engine_running
@@ -181,7 +182,8 @@ def test_background_daemon_does_not_outlive_command(box: DockerSandbox) -> None:
 def test_output_cap_kills_command(tmp_path: Path) -> None:
     wt, _ = make_worktree(tmp_path / "repos")
     config = LIMITS.model_copy(update={"output_cap": 1 << 20})
-    with DockerSandbox(wt, config=config, run_id="test-cap", log_dir=tmp_path / "logs") as sb:
+    with DockerSandbox(wt, config=config, run_id="test-cap", key_dir=evidence_key_dir(),
+                       log_dir=tmp_path / "logs") as sb:
         res = sb.exec(["sh", "-c", "yes"], timeout=30)
         assert res.capped
         assert not res.timed_out
@@ -194,7 +196,8 @@ def test_missing_image_says_how_to_build(tmp_path: Path) -> None:
     wt, _ = make_worktree(tmp_path / "repos")
     config = LIMITS.model_copy(update={"image": "portwright/no-such-image:never"})
     with pytest.raises(ImageMissing, match="docker build"), \
-            DockerSandbox(wt, config=config, run_id="t", log_dir=tmp_path / "l"):
+            DockerSandbox(wt, config=config, run_id="t", key_dir=evidence_key_dir(),
+                          log_dir=tmp_path / "l"):
         pass
 
 
@@ -202,9 +205,10 @@ _OWNER_SCRIPT = """
 import sys, time
 from pathlib import Path
 from portwright.config import SandboxConfig
+from portwright.runs.keys import evidence_key_dir
 from portwright.sandboxes.docker import DockerSandbox
 sb = DockerSandbox(Path(sys.argv[1]), config=SandboxConfig(memory="128m"), run_id=sys.argv[2],
-                   log_dir=Path(sys.argv[3]))
+                   key_dir=evidence_key_dir(), log_dir=Path(sys.argv[3]))
 sb.__enter__()
 print("ready", flush=True)
 time.sleep(300)
@@ -253,7 +257,8 @@ def test_full_tmp_is_a_clear_result(box: DockerSandbox) -> None:
 
 def test_dead_container_raises_sandbox_died(tmp_path: Path) -> None:
     wt, _ = make_worktree(tmp_path / "repos")
-    with DockerSandbox(wt, config=LIMITS, run_id="test-died", log_dir=tmp_path / "l") as sb:
+    with DockerSandbox(wt, config=LIMITS, run_id="test-died", key_dir=evidence_key_dir(),
+                       log_dir=tmp_path / "l") as sb:
         assert sb.container is not None
         container = sb.container
         killer = threading.Timer(0.5, container.kill)
@@ -268,6 +273,7 @@ def test_dead_container_raises_sandbox_died(tmp_path: Path) -> None:
 def test_setup_runs_in_new_container(tmp_path: Path) -> None:
     wt, _ = make_worktree(tmp_path / "repos")
     config = LIMITS.model_copy(update={"setup": ["mkdir -p $HOME/.cache && id -u > $HOME/who"]})
-    with DockerSandbox(wt, config=config, run_id="test-setup", log_dir=tmp_path / "l") as sb:
+    with DockerSandbox(wt, config=config, run_id="test-setup", key_dir=evidence_key_dir(),
+                       log_dir=tmp_path / "l") as sb:
         assert [r.ok for r in sb.setup_results] == [True]
         assert sb.exec(["cat", "/tmp/home/who"]).stdout_head == f"{OWNER}\n"

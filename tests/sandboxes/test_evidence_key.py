@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from portwright.runs.keys import evidence_key
+from portwright.runs.keys import evidence_key, evidence_key_dir
 from portwright.sandboxes.bwrap import BwrapSandbox
 from portwright.sandboxes.mounts import Mount
 from tests.conftest import bwrap_works, docker_engine_running
@@ -47,7 +47,8 @@ def test_bwrap_command_cannot_read_the_key(key_file: Path) -> None:
         # the worktree belongs to whoever runs the tests: were commands to run as the key's
         # owner, file permissions alone would not stop them
         wt, main = make_worktree(base / "repos", owner=None)
-        with BwrapSandbox(wt, config=BWRAP_LIMITS, log_dir=base / "logs",
+        with BwrapSandbox(wt, config=BWRAP_LIMITS, key_dir=evidence_key_dir(),
+                          log_dir=base / "logs",
                           upstream=main) as box:
             res = box.exec(_probe(key_file))
     key_hex = key_file.read_bytes().hex()
@@ -59,13 +60,14 @@ def test_bwrap_command_cannot_read_the_key(key_file: Path) -> None:
 
 @pytest.mark.bwrap
 @pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is missing or cannot run here")
-def test_bwrap_creates_the_key_folder_and_covers_it_where_a_mount_shows_it(
+def test_bwrap_covers_the_key_folder_it_is_given_where_a_mount_shows_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "state" / "evidence.key"
     monkeypatch.setenv("PORTWRIGHT_EVIDENCE_KEY", str(path))
     with open_tmp() as base:
         wt, _ = make_worktree(base / "repos", owner=None)
-        with BwrapSandbox(wt, config=BWRAP_LIMITS, log_dir=base / "logs") as box:
+        with BwrapSandbox(wt, config=BWRAP_LIMITS, key_dir=evidence_key_dir(),
+                          log_dir=base / "logs") as box:
             assert path.parent.is_dir()
             args = box.command(["true"], {}, wt)
             assert str(path.parent.resolve()) not in args  # not in the view at all

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from portwright.config import SandboxConfig
 from portwright.errors import ConfigError, ImageMissing, SandboxError
+from portwright.runs.keys import evidence_key_dir
 from portwright.sandboxes.images import BASE_TAG, debian_mirror, ensure_image, prune_images
 from tests.conftest import docker_engine_running
 
@@ -178,7 +179,8 @@ def test_sandbox_runs_in_the_dockerfile_image(tmp_path: Path) -> None:
     config = SandboxConfig(dockerfile="Dockerfile", memory="256m")
     tag = ""
     try:
-        with DockerSandbox(wt, config=config, run_id="t-df", log_dir=tmp_path / "logs") as sb:
+        with DockerSandbox(wt, config=config, run_id="t-df", key_dir=evidence_key_dir(),
+                           log_dir=tmp_path / "logs") as sb:
             tag = sb.image or ""
             res = sb.exec(["cat", "/etc/marker"])
         assert res.stdout_head == f"{marker}\n"

@@ -10,6 +10,7 @@ import pytest
 
 from portwright.config import SandboxBackend, SandboxConfig
 from portwright.errors import EngineUnavailable, SandboxError
+from portwright.runs.keys import evidence_key_dir
 from portwright.sandboxes import LocalSandbox, Sandbox, open_sandbox, read_log
 from portwright.sandboxes import selection as select_mod
 
@@ -123,15 +124,19 @@ def test_local_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     wt = tmp_path / "wt"
     wt.mkdir()
     with pytest.raises(EngineUnavailable, match="start the Docker engine"):
-        open_sandbox(SandboxConfig(), worktree=wt, run_id="r1", log_dir=tmp_path / "l")
-    allowed = open_sandbox(SandboxConfig(), worktree=wt, run_id="r1", log_dir=tmp_path / "l",
+        open_sandbox(SandboxConfig(), worktree=wt, run_id="r1", key_dir=evidence_key_dir(),
+                     log_dir=tmp_path / "l")
+    allowed = open_sandbox(SandboxConfig(), worktree=wt, run_id="r1", key_dir=evidence_key_dir(),
+                           log_dir=tmp_path / "l",
                            allow_local=True)
     assert isinstance(allowed, LocalSandbox)
     with pytest.raises(EngineUnavailable, match="--allow-local"):
         open_sandbox(SandboxConfig(backend=SandboxBackend.LOCAL), worktree=wt, run_id="r1",
+                     key_dir=evidence_key_dir(),
                      log_dir=tmp_path / "l")  # the configuration alone cannot ask for it
     configured = open_sandbox(SandboxConfig(backend=SandboxBackend.LOCAL), worktree=wt,
-                              run_id="r1", log_dir=tmp_path / "l", allow_local=True)
+                              run_id="r1", key_dir=evidence_key_dir(),
+                              log_dir=tmp_path / "l", allow_local=True)
     assert isinstance(configured, LocalSandbox)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from portwright.config import SandboxBackend, SandboxConfig
 from portwright.errors import EngineUnavailable
+from portwright.runs.keys import evidence_key_dir
 from portwright.sandboxes import open_sandbox, select_backend
 from portwright.sandboxes import selection as selection_mod
 from portwright.sandboxes.docker import docker_client
@@ -23,7 +24,8 @@ def _no_docker(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.docker
 @pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
 def test_auto_picks_docker_when_engine_answers(tmp_path: Path) -> None:
-    sandbox = open_sandbox(SandboxConfig(), worktree=tmp_path, run_id="r", log_dir=tmp_path)
+    sandbox = open_sandbox(SandboxConfig(), worktree=tmp_path, run_id="r",
+                           key_dir=evidence_key_dir(), log_dir=tmp_path)
     assert sandbox.name == "docker"
     assert select_backend(SandboxConfig()).reason == "auto: the Docker engine answers"
 
@@ -35,7 +37,8 @@ def test_auto_falls_back_to_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:
     with open_tmp() as base:
         wt = base / "wt"
         wt.mkdir()
-        sandbox = open_sandbox(SandboxConfig(), worktree=wt, run_id="r", log_dir=base / "logs")
+        sandbox = open_sandbox(SandboxConfig(), worktree=wt, run_id="r", key_dir=evidence_key_dir(),
+                               log_dir=base / "logs")
         assert sandbox.name == "bwrap"
         with sandbox as sb:
             res = sb.exec(["sh", "-c", "echo inside"])
@@ -47,7 +50,7 @@ def test_configured_docker_without_engine_refuses_with_fix(
     _no_docker(monkeypatch)
     with pytest.raises(EngineUnavailable) as info:
         open_sandbox(SandboxConfig(backend=SandboxBackend.DOCKER), worktree=tmp_path,
-                     run_id="r", log_dir=tmp_path)
+                     run_id="r", key_dir=evidence_key_dir(), log_dir=tmp_path)
     assert "test says so" in str(info.value)
     assert info.value.fix is not None
     assert "dockerd" in info.value.fix

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from portwright.vcs import plumbing
-from portwright.vcs.git import is_dirty, open_repo
+from portwright.vcs.git import commit_sha, open_repo, read_blob
 from tests.conftest import GIT_ENV, GitRepo
 
 
@@ -49,7 +49,7 @@ def test_plain_git_would_run_the_planted_fsmonitor(make_repo: object, tmp_path: 
     assert marker.exists()
 
 
-@pytest.mark.parametrize("how", ["plumbing-status", "plumbing-diff", "gitpython-dirty",
+@pytest.mark.parametrize("how", ["plumbing-status", "plumbing-diff", "gitpython-objects",
                                  "plumbing-commit"])
 def test_portwright_git_never_runs_it(make_repo: object, tmp_path: Path, how: str) -> None:
     top, marker = _poisoned(make_repo, tmp_path)
@@ -57,8 +57,9 @@ def test_portwright_git_never_runs_it(make_repo: object, tmp_path: Path, how: st
         plumbing.git(top.path, "status", "--porcelain")
     elif how == "plumbing-diff":
         plumbing.git(top.path, "diff", "HEAD")
-    elif how == "gitpython-dirty":
-        is_dirty(open_repo(top.path))
+    elif how == "gitpython-objects":
+        repo = open_repo(top.path)
+        assert read_blob(repo, f"{commit_sha(repo, 'HEAD')}:.gitmodules") is not None
     else:
         (top.path / "file.txt").write_text("x\n")
         plumbing.git(top.path, "add", "file.txt")

@@ -12,7 +12,7 @@ import pytest
 from portwright.config import SandboxConfig
 from portwright.gates.command import run_command
 from portwright.project import Project
-from portwright.runs.keys import evidence_key, evidence_key_path
+from portwright.runs.keys import evidence_key, evidence_key_dir, evidence_key_path
 from portwright.sandboxes import open_sandbox
 from tests.conftest import docker_engine_running
 from tests.parity.world import World
@@ -26,7 +26,7 @@ def docker_box(world: World, tmp_path: Path):  # type: ignore[no-untyped-def]
         pytest.skip("no Docker engine answers")
     config = SandboxConfig(backend="docker", memory="512m")
     with open_sandbox(config, worktree=world.repo, run_id="reads",
-                      log_dir=tmp_path / "box-logs") as box:
+                      key_dir=evidence_key_dir(), log_dir=tmp_path / "box-logs") as box:
         yield box
 
 

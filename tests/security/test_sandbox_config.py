@@ -20,6 +20,7 @@ import pytest
 
 from portwright.config import SandboxBackend, SandboxConfig
 from portwright.errors import EngineUnavailable, PortwrightError
+from portwright.runs.keys import evidence_key_dir
 from portwright.sandboxes import LocalSandbox, open_sandbox
 from tests.conftest import GIT_ENV
 from tests.sandboxes.conftest import BACKENDS, make_worktree, new_sandbox, open_tmp
@@ -29,10 +30,12 @@ LOCAL = SandboxConfig(backend=SandboxBackend.LOCAL)
 
 def test_configured_local_needs_allow_local(tmp_path: Path) -> None:
     with pytest.raises(EngineUnavailable, match="--allow-local") as info:
-        open_sandbox(LOCAL, worktree=tmp_path, run_id="r", log_dir=tmp_path / "logs")
+        open_sandbox(LOCAL, worktree=tmp_path, run_id="r", key_dir=evidence_key_dir(),
+                     log_dir=tmp_path / "logs")
     assert info.value.fix is not None
     assert "--allow-local" in info.value.fix
-    allowed = open_sandbox(LOCAL, worktree=tmp_path, run_id="r", log_dir=tmp_path / "logs",
+    allowed = open_sandbox(LOCAL, worktree=tmp_path, run_id="r", key_dir=evidence_key_dir(),
+                           log_dir=tmp_path / "logs",
                            allow_local=True)
     assert isinstance(allowed, LocalSandbox)
 

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from portwright.errors import SandboxDied
+from portwright.runs.keys import evidence_key_dir
 from portwright.sandboxes.docker import (
     LABEL_HOST,
     LABEL_OWNER,
@@ -249,7 +250,7 @@ def test_a_refused_thaw_removes_the_container(monkeypatch: pytest.MonkeyPatch,
         wt, _ = make_worktree(base / "repos")
         try:
             with DockerSandbox(wt, config=DOCKER_LIMITS, run_id=run_id,
-                               log_dir=base / "logs") as sb:
+                               key_dir=evidence_key_dir(), log_dir=base / "logs") as sb:
                 assert sb.exec(["true"]).ok
                 with pytest.raises(SandboxDied, match="thaw"):
                     sb.exec(["sleep", "30"], timeout=1)

@@ -130,9 +130,10 @@ _OWNER_SCRIPT = """
 import sys, time
 from pathlib import Path
 from portwright.config import SandboxConfig
+from portwright.runs.keys import evidence_key_dir
 from portwright.sandboxes.docker import DockerSandbox
 sb = DockerSandbox(Path(sys.argv[1]), config=SandboxConfig(memory="128m"), run_id=sys.argv[2],
-                   log_dir=Path(sys.argv[3]))
+                   key_dir=evidence_key_dir(), log_dir=Path(sys.argv[3]))
 sb.__enter__()
 print(sb.exec(["sh", "-c", "touch made-by-command && id -u"]).stdout_head.strip(), flush=True)
 time.sleep(300)

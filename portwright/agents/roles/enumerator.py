@@ -7,7 +7,8 @@ a candidate, invents one or classifies one twice is refused and answered back.
 
 from __future__ import annotations
 
-import git
+from pathlib import Path
+
 from pydantic import Field
 
 from portwright.agents.evidence import candidate_labels
@@ -35,7 +36,7 @@ class EnumeratorContext(RoleContext):
     """Why the last classification (or the spec made of it) was sent back."""
 
 
-def context_from_surface(report: SurfaceReport, upstream: git.Repo, *, rules_prose: str,
+def context_from_surface(report: SurfaceReport, upstream: Path, *, rules_prose: str,
                          row: str = "", questions: list[str] | None = None,
                          feedback: str = "") -> EnumeratorContext:
     """The enumerator's context from the framework's surface report: one candidate per item,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import git
 from pydantic import Field
 
 from portwright.agents.evidence import render_row_evidence
@@ -22,7 +21,7 @@ from portwright.agents.tools import Workspace
 from portwright.errors import ToolError
 from portwright.evidence.gap import RowEvidence
 from portwright.evidence.names import variants
-from portwright.vcs.git import open_repo
+from portwright.vcs import plumbing
 
 
 class GapContext(RoleContext):
@@ -40,7 +39,7 @@ class GapContext(RoleContext):
     """What the framework's own search found, as text."""
 
 
-def context_from_evidence(found: RowEvidence, upstream: git.Repo, *, rules_prose: str,
+def context_from_evidence(found: RowEvidence, upstream: Path, *, rules_prose: str,
                           upstream_name: str, row: str = "", per_symbol: int = 5
                           ) -> GapContext:
     """The gap verifier's context from the framework's row evidence: the evidence as text and
@@ -114,12 +113,12 @@ def _check_downstream(ref: str, spellings: set[str], workspace: Workspace) -> st
 
 def _commit_names(ref: str, spellings: set[str], repo_path: Path) -> bool:
     """Whether one of the commits ``ref`` names, in ``repo_path``, changes a spelling."""
-    repo = open_repo(repo_path)
+    plumbing.check_repo(repo_path)
     for sha in _SHA.findall(ref):
-        try:
-            patch = str(repo.git.show("--format=%B", "--no-color", sha)).lower()
-        except git.GitCommandError:
+        done = plumbing.run(repo_path, "show", "--format=%B", "--no-color", sha)
+        if done.returncode != 0:
             continue
+        patch = done.stdout.decode("utf-8", "surrogateescape").lower()
         if any(spelling in patch for spelling in spellings):
             return True
     return False

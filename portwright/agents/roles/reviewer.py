@@ -11,18 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import git
 from pydantic import Field
 
 from portwright.agents.prompting import Excerpt
 from portwright.agents.results import ReviewVerdict
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
 from portwright.agents.tools import Workspace
-from portwright.errors import RevisionError
+from portwright.errors import RepositoryError, RevisionError
 from portwright.gates.tamper import TamperFlag, has_rules, tamper_flags
 from portwright.globs import match_any
 from portwright.rules import Rules
-from portwright.vcs.git import open_repo, resolve
+from portwright.vcs import plumbing
 
 
 class ReviewerContext(RoleContext):
@@ -48,25 +47,32 @@ def change_since(worktree: Path, base: str, *, text: bool = False,
     every file as text, whatever ``.gitattributes`` says; ``paths`` limits both to those."""
     if paths is not None and not paths:
         return "", []
-    repo = open_repo(worktree, what="worktree")
-    sha = resolve(repo, base)
+    plumbing.check_repo(worktree, "worktree")
+    sha = plumbing.rev_parse(worktree, base)
     options = ["--no-color", "--no-ext-diff", "--no-textconv", *(["--text"] if text else [])]
     limit = ["--", *paths] if paths is not None else []
     try:
-        diff = str(repo.git.diff(sha, *options, *limit))
-        names = str(repo.git.diff(sha, "--name-only", "--no-renames", "-z", *limit))
-        untracked = str(repo.git.ls_files("--others", "--exclude-standard", "-z", *limit))
-    except git.GitCommandError as exc:
+        diff = _text(plumbing.git(worktree, "diff", sha, *options, *limit))
+        names = _text(plumbing.git(worktree, "diff", sha, "--name-only", "--no-renames", "-z",
+                                   *limit))
+        untracked = _text(plumbing.git(worktree, "ls-files", "--others", "--exclude-standard",
+                                       "-z", *limit))
+    except RepositoryError as exc:
         raise RevisionError(f"cannot diff the worktree against {base}", file=worktree,
                             fix="pass a revision of this repository") from exc
     changed = [p for p in names.split("\0") if p]
     pieces = [diff] if diff else []
     for path in sorted(p for p in untracked.split("\0") if p):
         # exit status 1 means "they differ", the normal case here
-        pieces.append(str(repo.git.diff("--no-index", *options, "--", "/dev/null", path,
-                                        with_exceptions=False)))
+        pieces.append(_text(plumbing.run(worktree, "diff", "--no-index", *options, "--",
+                                         "/dev/null", path).stdout))
         changed.append(path)
     return "\n".join(pieces), changed
+
+
+def _text(out: bytes) -> str:
+    """git's output as text, its last newline dropped (the pieces are joined with one)."""
+    return out.removesuffix(b"\n").decode("utf-8", "surrogateescape")
 
 
 def context_from_change(worktree: Path, base: str, *, rules: Rules, row: str, spec: str,
