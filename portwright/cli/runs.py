@@ -188,7 +188,7 @@ def resume(
     """Continue a run or a sync from its last checkpoint (after a crash, a kill, a
     reboot); a sync that ended held back is picked up again."""
     from portwright.workflows import driver
-    from portwright.workflows.sync_driver import is_sync
+    from portwright.workflows.sync_state import is_sync
 
     proj = project(committed=True)
     if is_sync(proj, run_id):
@@ -325,7 +325,7 @@ def status(
     from portwright.runs.report import spend
     from portwright.workflows import driver
     from portwright.workflows.driver import open_checkpointer
-    from portwright.workflows.sync_driver import is_sync
+    from portwright.workflows.sync_state import is_sync
 
     proj = project()
     if is_sync(proj, run_id):
@@ -408,7 +408,7 @@ def report(
     from portwright.runs.report import render_report
     from portwright.workflows import driver
     from portwright.workflows.driver import open_checkpointer
-    from portwright.workflows.sync_driver import is_sync
+    from portwright.workflows.sync_state import is_sync
 
     proj = project()
     if is_sync(proj, run_id):

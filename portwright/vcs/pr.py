@@ -4,6 +4,8 @@ A :class:`PRBackend` opens the pull request of a branch, or updates the one it o
 before (found by its head branch), and answers a typed :class:`PullRequest`. Two
 backends, chosen by ``[pr] backend``:
 
+The backends are opened by :func:`portwright.vcs.pr_backends.open_backend`.
+
 - ``local`` (:mod:`portwright.vcs.pr_local`): the branch pushed to ``[pr] remote`` when
   one is set, the body kept in the run's folder;
 - ``github`` (:mod:`portwright.vcs.pr_github`): the branch pushed with the token, a pull
@@ -18,8 +20,6 @@ second pull request.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -96,20 +96,6 @@ class PRBackend(Protocol):
     def find(self, branch: str) -> PullRequest | None:
         """The open pull request whose head is ``branch``, if there is one."""
         ...
-
-
-def open_backend(config: PRConfig, *, repo: Path, folder: Path,
-                 environ: Mapping[str, str] | None = None) -> PRBackend:
-    """The backend ``config`` chooses, pushing from ``repo`` and keeping what it publishes
-    in ``folder``; ``environ`` (default: this process's) holds the token."""
-    if config.backend is PRBackendKind.GITHUB:
-        from portwright.vcs.pr_github import GitHubBackend
-
-        return GitHubBackend(config, repo=repo, folder=folder,
-                             environ=os.environ if environ is None else environ)
-    from portwright.vcs.pr_local import LocalBackend
-
-    return LocalBackend(config, repo=repo, folder=folder)
 
 
 def describe(config: PRConfig) -> str:

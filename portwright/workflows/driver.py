@@ -319,7 +319,7 @@ def run_ids(project: Project) -> list[str]:
 
 
 def _is_sync(project: Project, run_id: str) -> bool:
-    from portwright.workflows.sync_driver import is_sync
+    from portwright.workflows.sync_state import is_sync
 
     return is_sync(project, run_id)
 

@@ -19,7 +19,8 @@ from portwright.parity.matrix import update_row
 from portwright.project import record_globs
 from portwright.runs.report import render_report
 from portwright.vcs import plumbing
-from portwright.vcs.pr import BODY_FILE, PRRequest, describe, open_backend
+from portwright.vcs.pr import BODY_FILE, PRRequest, describe
+from portwright.vcs.pr_backends import open_backend
 from portwright.vcs.worktree import commit_step, head, reset_to_head
 from portwright.workflows.approvals import (
     RejectDecision,

@@ -27,13 +27,9 @@ from portwright.vcs.worktree import run_worktree
 from portwright.workflows.context import RunContext, new_run_id, open_run
 from portwright.workflows.driver import OnEvent, _lock, open_checkpointer
 from portwright.workflows.sync import SyncContext, build_sync
-from portwright.workflows.sync_state import SyncState, SyncStatus
+from portwright.workflows.sync_state import COMMAND, SyncState, SyncStatus, is_sync
 
 logger = logging.getLogger(__name__)
-
-COMMAND = "sync"
-"""First word of a sync's manifest command: how a sync's folder is told from a run's."""
-
 
 @dataclass(frozen=True)
 class SyncView:
@@ -43,15 +39,6 @@ class SyncView:
     status: SyncStatus
     values: dict[str, Any]
     next: tuple[str, ...]
-
-
-def is_sync(project: Project, run_id: str) -> bool:
-    """Whether ``run_id`` names a sync (its manifest says ``sync …``)."""
-    try:
-        manifest = project.store(run_id).manifest()
-    except UsageError:
-        return False
-    return manifest is not None and manifest.command.split(" ", 1)[0] == COMMAND
 
 
 def _thread(sync_id: str, concurrency: int | None = None) -> RunnableConfig:

@@ -14,7 +14,21 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from portwright.errors import UsageError
+from portwright.project import Project
 from portwright.workflows.state import GateRef
+
+COMMAND = "sync"
+"""First word of a sync's manifest command: how a sync's folder is told from a run's."""
+
+
+def is_sync(project: Project, run_id: str) -> bool:
+    """Whether ``run_id`` names a sync (its manifest says ``sync …``)."""
+    try:
+        manifest = project.store(run_id).manifest()
+    except UsageError:
+        return False
+    return manifest is not None and manifest.command.split(" ", 1)[0] == COMMAND
 
 
 class SyncNode(StrEnum):

@@ -11,7 +11,8 @@ import pytest
 
 from portwright.config import PRConfig
 from portwright.errors import PullRequestError
-from portwright.vcs.pr import PRRequest, open_backend
+from portwright.vcs.pr import PRRequest
+from portwright.vcs.pr_backends import open_backend
 from tests.conftest import GitRepo
 
 BRANCH = "portwright/r1"
