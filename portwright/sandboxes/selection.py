@@ -8,12 +8,16 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from portwright.config import SandboxBackend, SandboxConfig
 from portwright.errors import EngineUnavailable
 from portwright.sandboxes.base import Sandbox
+
+if TYPE_CHECKING:
+    from portwright.sandboxes.envimage import EnvSource
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +159,7 @@ def open_sandbox(
     log_dir: Path,
     upstream: Path | None = None,
     allow_local: bool = False,
+    source: EnvSource | None = None,
 ) -> Sandbox:
     """The sandbox ``config`` asks for, not yet started: use it as a context manager.
 
@@ -163,6 +168,8 @@ def open_sandbox(
     (``backend = "local"``) or as the fallback of ``auto``. A configuration is text a
     command in a sandbox may have rewritten; it alone never takes the isolation away.
     Raises :class:`EngineUnavailable` with the fix when nothing usable is there.
+    ``source`` says which commit a Docker sandbox's environment image is built from (HEAD
+    of ``worktree`` by default) and which state folder keeps its builds.
     """
     selection = select_backend(config, allow_local=allow_local)
     logger.info("sandbox backend: %s (%s)", selection.backend, selection.reason)
@@ -176,7 +183,7 @@ def open_sandbox(
         from portwright.sandboxes.docker import DockerSandbox
 
         return DockerSandbox(worktree, config=config, run_id=run_id, log_dir=log_dir,
-                             upstream=upstream)
+                             upstream=upstream, source=source)
     if selection.backend == SandboxBackend.BWRAP:
         from portwright.sandboxes.bwrap import BwrapSandbox
 
