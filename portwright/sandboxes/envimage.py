@@ -89,15 +89,18 @@ class EnvSource:
     revision: str = "HEAD"
     """The commit whose files the image is built from."""
     state_dir: Path | None = None
-    """The project's state folder: build locks and logs go to ``images/`` in it. None: the
-    user's default state folder."""
+    """The project's state folder: build locks and logs go to ``images/`` in it. None:
+    ``$PORTWRIGHT_STATE_DIR``, else the user's default state folder."""
 
     def images_dir(self) -> Path:
         if self.state_dir is not None:
             return self.state_dir / "images"
-        from portwright.project import default_state_home
+        from portwright.project import STATE_ENV, default_state_home
 
-        return default_state_home() / "images"
+        configured = os.environ.get(STATE_ENV, "").strip()
+        base = Path(configured) if configured and Path(configured).is_absolute() \
+            else default_state_home()
+        return base / "images"
 
 
 @dataclass(frozen=True)
