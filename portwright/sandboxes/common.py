@@ -146,12 +146,15 @@ class SandboxBase(ABC):
         if not self.worktree.is_dir():
             raise SandboxError(f"worktree {self.worktree} does not exist",
                                fix="create the run's worktree before opening its sandbox")
+        created = not self.log_dir.exists()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._open()
             self.setup_results = self._setup()
         except BaseException:
             self.close()
+            if created and not any(self.log_dir.iterdir()):
+                self.log_dir.rmdir()  # a sandbox that never opened leaves no trace
             raise
         return self
 
