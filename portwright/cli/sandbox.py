@@ -141,6 +141,7 @@ def info_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Which backend a run would use here, and why."""
+    from portwright.sandboxes.images import missing_image_fix
     from portwright.sandboxes.selection import select_backend
 
     config, state_dir = _settings()
@@ -172,8 +173,8 @@ def info_cmd(
     console.print(f"  docker: {selection.docker}")
     console.print(f"  bwrap:  {selection.bwrap}")
     present = payload.get("image_present")
-    note = "" if present is None else (" (present)" if present else
-                                       " [red](missing: portwright sandbox base-image)[/]")
+    missing = f" [red](missing: {escape(missing_image_fix(config.image))})[/]"
+    note = "" if present is None else (" (present)" if present else missing)
     console.print(f"  image:  {payload['image']}{note}")
     env = payload.get("env_image")
     if env is not None and env["state"] != "none":

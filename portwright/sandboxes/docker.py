@@ -249,7 +249,8 @@ class DockerSandbox(SandboxBase):
                                fix="build it: `portwright sandbox base-image`") from exc
         except APIError as exc:
             if self.config.gpus is not None and _no_gpu_runtime(exc):
-                raise gpu_error(self.worktree, str(exc.explanation or exc)) from exc
+                raise gpu_error(self.worktree, str(exc.explanation or exc),
+                                self.source or EnvSource(self.worktree)) from exc
             raise SandboxError(f"cannot start the sandbox container: {exc.explanation or exc}",
                                fix=_api_fix(exc)) from exc
         self._reaper = Reaper(self.container, self._client, self.uid, self.gid)
@@ -480,11 +481,15 @@ def gpu_problem(client: docker.DockerClient, config: SandboxConfig) -> str | Non
     return None
 
 
-def gpu_error(worktree: Path, detail: str) -> ConfigError:
-    """``[sandbox] gpus`` asks for GPUs this engine cannot give."""
+def gpu_error(worktree: Path, detail: str, source: EnvSource | None = None) -> ConfigError:
+    """``[sandbox] gpus`` asks for GPUs this engine cannot give (the line is the committed
+    config's, when ``source`` can tell)."""
+    from portwright.sandboxes.envimage import config_line
+
+    line = config_line(source, "sandbox.gpus") if source is not None else None
     return ConfigError(f"[sandbox] gpus asks for GPUs, and this Docker engine cannot give "
-                       f"any: {detail}", file=worktree / "portwright.toml", key="sandbox.gpus",
-                       fix=GPU_FIX)
+                       f"any: {detail}", file=worktree / "portwright.toml", line=line,
+                       key="sandbox.gpus", fix=GPU_FIX)
 
 
 def _close_stream(stream: CancellableStream[Any]) -> None:

@@ -174,11 +174,19 @@ def needs_env_image(config: SandboxConfig) -> bool:
 # -- reading the inputs from the commit ---------------------------------------------------
 
 
+def config_line(source: EnvSource, key: str, commit: str | None = None) -> int | None:
+    """The line of ``key`` (dotted) in ``portwright.toml`` as committed (None: not found)."""
+    try:
+        text = plumbing.show(source.repo, commit or source.revision, CONFIG_FILE) or b""
+    except RepositoryError:
+        return None
+    return locate_key(text.decode("utf-8", "replace"), tuple(key.split(".")))
+
+
 def _config_error(source: EnvSource, commit: str, key: str, message: str,
                   fix: str) -> ConfigError:
-    text = plumbing.show(source.repo, commit, CONFIG_FILE) or b""
-    line = locate_key(text.decode("utf-8", "replace"), tuple(key.split(".")))
-    return ConfigError(message, file=source.repo / CONFIG_FILE, line=line, key=key, fix=fix)
+    return ConfigError(message, file=source.repo / CONFIG_FILE,
+                       line=config_line(source, key, commit), key=key, fix=fix)
 
 
 def _repo_name(repo: Path) -> str:
