@@ -20,10 +20,11 @@ import tomllib
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -158,6 +159,49 @@ class SandboxBackend(StrEnum):
     LOCAL = "local"
 
 
+DEFAULT_LOCKFILES = (
+    "requirements*.txt", "requirements/*.txt", "constraints*.txt", "pyproject.toml",
+    "setup.cfg", "setup.py", "uv.lock", "poetry.lock", "Pipfile.lock", "environment.yml",
+    "package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "CMakeLists.txt",
+    "conanfile.txt", "conanfile.py", "vcpkg.json", "Cargo.toml", "Cargo.lock", "go.mod",
+    "go.sum", "Gemfile.lock",
+)
+"""What ``[sandbox] lockfiles`` holds unless set: each ecosystem's dependency files, at the
+top of the repository."""
+
+
+def _check_gpus(value: object) -> object:
+    """``"all"``, a positive count, or a non-empty list of device ids."""
+    if isinstance(value, bool):
+        raise ValueError("not a GPU request: use \"all\", a count (1, 2, …) or a list of "
+                         "device ids")
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(f"{value} GPUs: ask for at least 1, or remove the key for none")
+        return value
+    if isinstance(value, str):
+        if value.strip().lower() == "all":
+            return "all"
+        if value.strip().isdigit():  # a count from an environment variable
+            return _check_gpus(int(value))
+        raise ValueError(f"{value!r} is not a GPU request: use \"all\", a count (1, 2, …) "
+                         "or a list of device ids ([\"0\", \"1\"])")
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("an empty list of device ids: remove the key for no GPU")
+        for item in value:
+            if not isinstance(item, str | int) or isinstance(item, bool) or \
+                    not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9:._-]*", str(item)):
+                raise ValueError(f"{item!r} is not a device id (an index such as \"0\" or "
+                                 "a UUID such as \"GPU-3f2a…\")")
+        return [str(item) for item in value]
+    raise ValueError("not a GPU request: use \"all\", a count or a list of device ids")
+
+
+GpuRequest = Annotated[str | int | list[str], BeforeValidator(_check_gpus)]
+"""``[sandbox] gpus``: ``"all"``, a count, or device ids."""
+
+
 class SandboxConfig(_Model):
     """Where builds and tests run, and the limits they run under."""
 
@@ -169,7 +213,21 @@ class SandboxConfig(_Model):
     dockerfile: RepoFile | None = None
     """Optional Dockerfile in the downstream repo, built (and cached) instead of ``image``."""
     setup: list[str] = Field(default_factory=list)
-    """Shell commands run once in a new sandbox before any gate (e.g. ``pip install -e .``)."""
+    """Shell commands that install the port's toolchain and dependencies (``pip install -r
+    requirements.txt``). Docker: run once, as root and with network, when the environment
+    image is built (``FROM`` ``image``, or on top of ``dockerfile``), in a folder holding the
+    ``lockfiles`` as committed; sandboxes then start from that image, without network.
+    bubblewrap and ``local``: run in every new sandbox, in the worktree (bubblewrap: no
+    network)."""
+    lockfiles: list[RepoGlob] = Field(default_factory=lambda: list(DEFAULT_LOCKFILES))
+    """Files the environment image is built from and keyed by (globs, as committed): a change
+    to one of them, to ``setup``, to ``dockerfile`` or to the base image rebuilds it. Files a
+    setup command names (``-r requirements-dev.txt``) count too. A glob set here must match a
+    committed file; the defaults need not."""
+    gpus: GpuRequest | None = None
+    """GPUs for the Docker sandbox, through the engine's device requests: ``"all"``, a count
+    (``2``) or device ids (``["0", "GPU-3f2…"]``). Needs the NVIDIA container toolkit on the
+    engine's host; bubblewrap refuses it."""
     memory: MemorySize = "2g"
     """Memory limit (swap included), docker units: ``512m``, ``2g`` (at least ``32m``)."""
     pids: int = Field(default=512, gt=0)

@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from portwright.config import PortwrightConfig, SandboxBackend, load_config
 from portwright.errors import PortwrightError, UsageError
@@ -21,6 +21,9 @@ from portwright.project import Project
 from portwright.rules import load_rules
 from portwright.vcs import plumbing
 from portwright.vcs.git import open_repo
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -35,6 +38,8 @@ class Check:
     fix: str = ""
     bad_input: bool = False
     """The failure is bad input (a :class:`~portwright.errors.UsageError`)."""
+    facts: dict[str, Any] | None = None
+    """What the check found, for ``--json`` (the environment image's state and tag …)."""
 
 
 def _failed(name: str, exc: PortwrightError, prefix: str = "") -> Check:
@@ -51,13 +56,14 @@ def diagnose(repo: Path) -> list[Check]:
         checks.append(_failed("config", exc))
         return checks
     checks.append(Check("config", "ok", f"{repo / 'portwright.toml'} is valid"))
-    probes: list[Callable[[Path, PortwrightConfig], Check]] = [_rules, _upstream, _pin,
-                                                                _sandbox, _model, _pr]
+    probes: list[Callable[[Path, PortwrightConfig], Check | list[Check]]] = [
+        _rules, _upstream, _pin, _sandbox, _model, _pr]
     for probe in probes:
         try:
-            checks.append(probe(repo, config))
+            found = probe(repo, config)
         except PortwrightError as exc:
-            checks.append(_failed(probe.__name__.strip("_"), exc))
+            found = _failed(probe.__name__.strip("_"), exc)
+        checks += found if isinstance(found, list) else [found]
     return checks
 
 
@@ -100,37 +106,98 @@ def _pin(repo: Path, config: PortwrightConfig) -> Check:
     return Check("pin", "ok", f"{config.pin.file}: {pin} → {sha[:12]} resolves upstream")
 
 
-def _sandbox(repo: Path, config: PortwrightConfig) -> Check:
+def _sandbox(repo: Path, config: PortwrightConfig) -> list[Check]:
+    """The backend, its image, the environment image and GPUs: each its own line."""
     from portwright.sandboxes.selection import DOCKER_FIX, select_backend
 
     selection = select_backend(config.sandbox)
     if selection.backend is None:
-        return Check("sandbox", "fail", selection.reason, DOCKER_FIX)
+        return [Check("sandbox", "fail", selection.reason, DOCKER_FIX)]
     if selection.backend == SandboxBackend.LOCAL:
-        return Check("sandbox", "warn", "backend `local`: commands run WITHOUT isolation",
-                     "set sandbox.backend = \"auto\" and start a Docker engine")
+        return [Check("sandbox", "warn", "backend `local`: commands run WITHOUT isolation",
+                      "set sandbox.backend = \"auto\" and start a Docker engine")]
     if selection.backend == SandboxBackend.BWRAP:
-        return Check("sandbox", "ok", f"bubblewrap ({selection.reason})")
-    return _docker_image(config)
+        checks = [Check("sandbox", "ok", f"bubblewrap ({selection.reason})")]
+        if config.sandbox.gpus is not None:
+            checks.append(Check("gpus", "fail", "[sandbox] gpus: bubblewrap gives no GPUs",
+                                "use the Docker backend with the NVIDIA container toolkit, or "
+                                "remove [sandbox] gpus", bad_input=True))
+        if config.sandbox.setup:
+            from portwright.sandboxes.common import NO_IMAGE_SETUP
+
+            checks.append(Check("env-image", "warn", NO_IMAGE_SETUP,
+                                "start a Docker engine to build [sandbox] setup into an image",
+                                facts={"state": "none", "backend": "bwrap"}))
+        return checks
+    return _docker(repo, config)
 
 
-def _docker_image(config: PortwrightConfig) -> Check:
+def _docker(repo: Path, config: PortwrightConfig) -> list[Check]:
     from portwright.sandboxes.engine import docker_client
-    from portwright.sandboxes.images import image_exists
 
-    if config.sandbox.dockerfile:
-        return Check("sandbox", "ok", f"Docker; image built from {config.sandbox.dockerfile} "
-                     "on first use (cached)")
     client = docker_client()
     try:
-        version = client.version().get("Version", "?")
-        present = image_exists(client, config.sandbox.image)
+        checks = [_docker_image(client, config)]
+        try:
+            checks.append(_env_image(repo, config, client))
+        except PortwrightError as exc:
+            checks.append(_failed("env-image", exc))
+        if config.sandbox.gpus is not None:
+            checks.append(_gpus(client, config))
     finally:
         client.close()
-    if not present:
-        return Check("sandbox", "fail", f"Docker {version}: image {config.sandbox.image} "
-                     "is missing", "build it offline: `portwright sandbox base-image`")
-    return Check("sandbox", "ok", f"Docker {version}, image {config.sandbox.image} present")
+    return checks
+
+
+def _docker_image(client: DockerClient, config: PortwrightConfig) -> Check:
+    """The engine answers; is the image sandboxes build on there? (Its absence is not the
+    engine's: the fix builds the image.)"""
+    from portwright.sandboxes.images import image_exists, missing_image_fix
+
+    version = client.version().get("Version", "?")
+    image = config.sandbox.image
+    if config.sandbox.dockerfile:
+        return Check("sandbox", "ok", f"Docker {version}; the environment image starts from "
+                     f"{config.sandbox.dockerfile}")
+    if not image_exists(client, image):
+        return Check("sandbox", "fail", f"Docker {version} answers, but the sandbox image "
+                     f"{image} is missing", missing_image_fix(image))
+    return Check("sandbox", "ok", f"Docker {version}, image {image} present")
+
+
+def _env_image(repo: Path, config: PortwrightConfig, client: DockerClient) -> Check:
+    """Built, stale or missing: the environment image of the config committed at HEAD."""
+    from portwright.sandboxes.envimage import EnvSource, env_status
+
+    try:
+        sandbox = Project.load(repo, at="HEAD").config.sandbox
+    except PortwrightError:
+        sandbox = config.sandbox  # nothing committed yet: the working file
+    status = env_status(sandbox, EnvSource(repo), client)
+    facts: dict[str, Any] = {"state": status.state, "tag": status.tag, "image": status.image,
+                             "older": list(status.older), "lockfiles": list(status.lockfiles),
+                             "build": "portwright sandbox build"}
+    if status.state == "none":
+        return Check("env-image", "ok", f"none: no [sandbox] setup or dockerfile; sandboxes "
+                     f"run {status.image}", facts=facts)
+    lockfiles = f" (lockfiles: {', '.join(status.lockfiles) or 'none'})"
+    if status.state == "built":
+        return Check("env-image", "ok", f"{status.tag} built{lockfiles}", facts=facts)
+    why = (f"stale: {', '.join(status.older)} built from other inputs; {status.tag} is not "
+           "built" if status.state == "stale" else f"missing: {status.tag} is not built")
+    return Check("env-image", "warn", why + lockfiles,
+                 "`portwright sandbox build` builds it (a run also builds it on first use)",
+                 facts=facts)
+
+
+def _gpus(client: DockerClient, config: PortwrightConfig) -> Check:
+    from portwright.sandboxes.docker import GPU_FIX, gpu_problem
+
+    problem = gpu_problem(client, config.sandbox)
+    if problem is not None:
+        return Check("gpus", "fail", f"[sandbox] gpus = {config.sandbox.gpus!r}: this engine "
+                     f"gives no GPUs ({problem})", GPU_FIX, bad_input=True)
+    return Check("gpus", "ok", f"[sandbox] gpus = {config.sandbox.gpus!r}: a container got them")
 
 
 def _model(repo: Path, config: PortwrightConfig) -> Check:

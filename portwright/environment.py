@@ -15,8 +15,10 @@ An unknown name (``PORTWRIGHT_SNADBOX__MEMORY``, a typo in the section) is a
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import Any
 
 from portwright.errors import ConfigError
@@ -87,3 +89,15 @@ def _value(raw: str) -> Any:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         return raw
+
+
+STATE_ENV = "PORTWRIGHT_STATE_DIR"
+"""Environment variable naming the state folder (it sets ``state_dir``)."""
+
+
+def default_state_home(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/portwright``, else ``~/.local/state/portwright``."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_STATE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "portwright"

@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from portwright.config import CONFIG_FILE, PortwrightConfig, load_config, parse_config
+from portwright.environment import STATE_ENV as STATE_ENV  # re-exported
+from portwright.environment import default_state_home as default_state_home  # re-exported
 from portwright.errors import ConfigError, RepositoryError, UsageError
 from portwright.vcs import plumbing
 from portwright.vcs.upstream import clone_or_fetch, is_url
@@ -51,18 +53,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-STATE_ENV = "PORTWRIGHT_STATE_DIR"
-"""Environment variable naming the state folder (it sets ``state_dir``)."""
-
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def default_state_home(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_STATE_HOME/portwright``, else ``~/.local/state/portwright``."""
-    env = os.environ if environ is None else environ
-    xdg = env.get("XDG_STATE_HOME", "").strip()
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
-    return base / "portwright"
 
 
 def record_globs(config: PortwrightConfig) -> list[str]:

@@ -55,7 +55,8 @@ def init(
 def doctor(
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Check git, config, rules, upstream, pin, sandbox and model; each with its fix."""
+    """Check git, config, rules, upstream, pin, sandbox (its image, the environment image,
+    GPUs) and model; each with its fix."""
     from portwright.doctor import diagnose
 
     checks = diagnose(repo_path())
@@ -63,6 +64,9 @@ def doctor(
     bad = next((c for c in failed if c.bad_input), None)
     if json:
         payload: dict[str, object] = {"ok": not failed, "checks": [asdict(c) for c in checks]}
+        env = next((c.facts for c in checks if c.name == "env-image"), None)
+        if env is not None:
+            payload["env_image"] = env
         if bad is not None:
             payload["error"] = {"check": bad.name, "message": bad.detail, "fix": bad.fix}
         emit_json(payload)

@@ -1,4 +1,4 @@
-"""CLI commands of the sandbox room: ``portwright sandbox base-image|prune|exec|info``."""
+"""CLI commands of the sandbox room: ``portwright sandbox base-image|build|prune|exec|info``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from portwright.cli.common import STATE, console, emit_json, err_console, projec
 from portwright.config import CONFIG_FILE, SandboxBackend, SandboxConfig
 
 sandbox_app = typer.Typer(
-    help="Sandboxes: the offline base image, leftovers of dead runs, one-off commands.",
+    help="Sandboxes: the offline base image, the environment image, leftovers of dead runs, "
+         "one-off commands.",
     no_args_is_help=True,
 )
 
@@ -63,13 +64,52 @@ def base_image(
     console.print(f"[green]ok[/] {tag} {image_id[:19]} ({time.monotonic() - started:.1f} s)")
 
 
+@sandbox_app.command("build")
+def build_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Build the environment image: ``[sandbox] setup`` (and ``dockerfile``) on the base
+    image, with network, from the files committed at HEAD. Returns at once when it is built.
+
+    Runs build it on first use too; this builds it ahead (and shows its log on failure).
+    """
+    from portwright.sandboxes.envimage import EnvSource, ensure_env_image, needs_env_image
+
+    config, state_dir = _settings()
+    if not needs_env_image(config):
+        payload: dict[str, Any] = {"ok": True, "state": "none", "image": config.image,
+                                   "built": False}
+        if as_json:
+            emit_json(payload)
+            return
+        console.print(f"no environment image: [sandbox] has no setup and no dockerfile; "
+                      f"sandboxes run {escape(config.image)}")
+        return
+    if not as_json:
+        console.print("[dim]·[/] building the environment image if it is missing (network on "
+                      "during the build only)")
+    done = ensure_env_image(config, EnvSource(STATE.repo, "HEAD", state_dir))
+    if as_json:
+        emit_json({"ok": True, "state": "built", "image": done.tag, "key": done.key,
+                   "built": done.built, "seconds": round(done.seconds, 3),
+                   "log": str(done.log_path) if done.log_path else None,
+                   "lockfiles": list(done.lockfiles)})
+        return
+    what = f"built in {done.seconds:.1f} s; log {done.log_path}" if done.built else \
+        "already built; nothing to do"
+    console.print(f"[green]ok[/] {escape(done.tag)} ({escape(what)})")
+    if done.lockfiles:
+        console.print(f"  lockfiles: {escape(', '.join(done.lockfiles))}")
+
+
 @sandbox_app.command("prune")
 def prune_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     all_runs: Annotated[bool, typer.Option(
         "--all", help="Also remove containers of runs whose process still lives.")] = False,
     images: Annotated[bool, typer.Option(
-        "--images", help="Also remove older images built from Dockerfiles.")] = False,
+        "--images", help="Also remove older environment images (each repository keeps its "
+        "newest).")] = False,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=0.1, help="Seconds the engine gets per container before it is "
         "skipped.")] = 10.0,
@@ -101,19 +141,25 @@ def info_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Which backend a run would use here, and why."""
+    from portwright.sandboxes.images import missing_image_fix
     from portwright.sandboxes.selection import select_backend
 
-    config, _ = _settings()
+    config, state_dir = _settings()
     selection = select_backend(config)
     payload: dict[str, Any] = selection.model_dump(mode="json")
-    payload["image"] = config.dockerfile or config.image
-    if selection.backend == SandboxBackend.DOCKER and not config.dockerfile:
+    payload["image"] = config.image
+    if selection.backend == SandboxBackend.DOCKER:
         from portwright.sandboxes.engine import docker_client
+        from portwright.sandboxes.envimage import EnvSource, env_status
         from portwright.sandboxes.images import image_exists
 
         client = docker_client()
         try:
             payload["image_present"] = image_exists(client, config.image)
+            if (STATE.repo / CONFIG_FILE).is_file():
+                status = env_status(config, EnvSource(STATE.repo, "HEAD", state_dir), client)
+                payload["env_image"] = {"state": status.state, "tag": status.tag,
+                                        "older": list(status.older)}
         finally:
             client.close()
     payload["limits"] = {"memory": config.memory, "pids": config.pids, "cpus": config.cpus,
@@ -127,9 +173,13 @@ def info_cmd(
     console.print(f"  docker: {selection.docker}")
     console.print(f"  bwrap:  {selection.bwrap}")
     present = payload.get("image_present")
-    note = "" if present is None else (" (present)" if present else
-                                       " [red](missing: portwright sandbox base-image)[/]")
+    missing = f" [red](missing: {escape(missing_image_fix(config.image))})[/]"
+    note = "" if present is None else (" (present)" if present else missing)
     console.print(f"  image:  {payload['image']}{note}")
+    env = payload.get("env_image")
+    if env is not None and env["state"] != "none":
+        hint = "" if env["state"] == "built" else " (portwright sandbox build)"
+        console.print(f"  env:    {escape(str(env['tag']))} {env['state']}{hint}")
     limits = payload["limits"]
     console.print("  limits: " + ", ".join(f"{k}={v}" for k, v in limits.items()))
 
@@ -152,6 +202,7 @@ def exec_cmd(
     "local"`` in portwright.toml does not.
     """
     from portwright.runs.keys import evidence_key_dir
+    from portwright.sandboxes.envimage import EnvSource
     from portwright.sandboxes.selection import open_sandbox
 
     if timeout is not None:
@@ -163,7 +214,8 @@ def exec_cmd(
     log_dir = state_dir / "sandbox" / run_id
     sandbox = open_sandbox(config, worktree=STATE.repo, run_id=run_id, log_dir=log_dir,
                            key_dir=evidence_key_dir(),
-                           allow_local=allow_local or backend == SandboxBackend.LOCAL)
+                           allow_local=allow_local or backend == SandboxBackend.LOCAL,
+                           source=EnvSource(STATE.repo, "HEAD", state_dir))
     with sandbox as sb:
         result = sb.exec(command, timeout=timeout)
     if as_json:

@@ -11,7 +11,9 @@ The command's output can be huge (hundreds of MB) and everything it wrote is unt
   cannot make the host copy the evidence key, or any other file, into a log.
 
 The record says which commit and tree the command ran on (tracked, modified and untracked
-files, taken just before it started) and the phase it ran for.
+files, taken just before it started) and the phase it ran for. A command that failed for a
+missing module, program, compiler or header gets a hint pointing at ``[sandbox] setup``
+(:mod:`portwright.gates.toolchain`); the verdict is the command's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from portwright import safefs
 from portwright.errors import GateFailed, UnsafePath
 from portwright.gates.testids import from_junit_text, from_output
+from portwright.gates.toolchain import MissingToolchain
 from portwright.runs.models import EvidenceKind, EvidenceRecord
 from portwright.runs.store import RunStore
 from portwright.sandboxes.base import ExecResult, Sandbox
@@ -84,7 +87,8 @@ def _stream(result: ExecResult, stream: str) -> Iterator[bytes]:
     yield head.encode() + (tail.encode() if total > len(head.encode()) else b"")
 
 
-def _log(result: ExecResult, junit: bytes | None, scanner: _IdScanner | None) -> Iterator[bytes]:
+def _log(result: ExecResult, junit: bytes | None, scanner: _IdScanner | None,
+         missing: MissingToolchain) -> Iterator[bytes]:
     """The evidence log: stdout, a marker, stderr, and the JUnit report if any."""
     for number, stream in enumerate(("stdout", "stderr")):
         if number:
@@ -92,9 +96,11 @@ def _log(result: ExecResult, junit: bytes | None, scanner: _IdScanner | None) ->
         for chunk in _stream(result, stream):
             if scanner is not None:
                 scanner.feed(chunk)
+            missing.feed(chunk)
             yield chunk
         if scanner is not None:
             scanner.end()
+        missing.end()
     if junit is not None:
         yield JUNIT_MARKER + junit
 
@@ -160,7 +166,8 @@ def run_command(
     if junit_rel is not None and not messages:
         junit_bytes, passed_ids, failed_ids = _read_junit(repo, junit_rel, messages)
     scanner = _IdScanner() if junit_rel is None else None
-    chunks = _log(result, junit_bytes, scanner)
+    missing = MissingToolchain()
+    chunks = _log(result, junit_bytes, scanner, missing)
     if store is not None:
         log_name, log_digest = store.write_log_chunks(name, chunks)
     else:
@@ -177,6 +184,9 @@ def run_command(
     if result.capped:
         messages.append("output exceeded the cap; killed")
     passed = result.ok and not failed_ids and not (junit_rel is not None and messages)
+    hint = missing.hint() if result.exit_code != 0 or failed_ids else None
+    if hint is not None:  # a pointer for whoever reads the failure, not a verdict
+        messages.append(hint)
     record = EvidenceRecord(
         gate=name, kind=kind, phase=phase, command=command, exit_code=result.exit_code,
         passed=passed, duration=round(result.duration, 3), tests_passed=passed_ids,

@@ -184,6 +184,10 @@ class YamlPinStore:
                     line, col = lc.value(part)
                 node = node[part]
             except (KeyError, IndexError, TypeError, AttributeError) as exc:
+                listed = _through_list(data, parts, depth, node, self.path, self.key,
+                                       line + 1 if depth else None)
+                if listed is not None:
+                    raise listed from exc
                 raise ParityFileError(
                     f"key path {self.key!r} not found (stopped at {walked.lstrip('.') or 'top'})",
                     file=self.path, line=line + 1 if depth else None, key=self.key,
@@ -223,10 +227,13 @@ class TomlPinStore:
                                   fix="fix the TOML syntax at that line") from exc
         parts = parse_key_path(self.key)
         node = data
-        for part in parts:
+        for depth, part in enumerate(parts):
             try:
                 node = node[part]
             except (KeyError, IndexError, TypeError) as exc:
+                listed = _through_list(data, parts, depth, node, self.path, self.key, None)
+                if listed is not None:
+                    raise listed from exc
                 raise ParityFileError(
                     f"key path {self.key!r} not found", file=self.path, key=self.key,
                     fix="set [pin] key in portwright.toml to the path of the sha",
@@ -242,6 +249,40 @@ class TomlPinStore:
         value = str(node)
         _check_sha(value, self.path, found, self.key)
         return _value_span(text, _offsets(text), found - 1, 0, value, self.path, self.key)
+
+
+def format_key_path(parts: list[str | int]) -> str:
+    """``[0, "commit"]`` → ``"[0].commit"`` (the inverse of :func:`parse_key_path`)."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
+
+
+def _resolves(data: Any, parts: list[str | int]) -> bool:
+    node = data
+    for part in parts:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return isinstance(node, str | int)
+
+
+def _through_list(data: Any, parts: list[str | int], depth: int, node: Any, path: Path,
+                  key: str, line: int | None) -> ParityFileError | None:
+    """The error for a key that names a field of a list (``upstream.commit`` where the file
+    holds ``- commit: …``): which list, and the ``[0].commit`` form that indexes it — the
+    first such path that reaches a value, else the one that keeps every name."""
+    if not isinstance(parts[depth], str) or not isinstance(node, list):
+        return None
+    before, rest = parts[:depth], parts[depth:]
+    candidates = [[*before, 0, *rest], [*before, 0, *rest[1:]]]
+    hint = next((c for c in candidates if c != [*before, 0] and _resolves(data, c)),
+                candidates[0])
+    where = format_key_path(before) or "the top of the file"
+    return ParityFileError(
+        f"key path {key!r}: {where} is a list, not a table of keys; index it: "
+        f"{format_key_path(hint)}", file=path, line=line, key=key,
+        fix=f'set [pin] key = "{format_key_path(hint)}" in portwright.toml (the [0].commit '
+            "form: [N] picks the N-th item of a list, counting from 0)")
 
 
 def _offsets(text: str) -> list[int]:

@@ -27,7 +27,9 @@ mappings; address space reserved but unused, as V8 and the JVM make, does not co
 file size, no core dumps, and processes (``pids`` on top of what the user already runs).
 
 What it does not give: a memory limit that the kernel enforces by killing (an
-allocation simply fails; ``oom_killed`` stays False), or a cpu limit.
+allocation simply fails; ``oom_killed`` stays False), a cpu limit, GPUs (``[sandbox] gpus``
+is refused), or an environment image: ``[sandbox] setup`` runs in every new sandbox, in the
+worktree, without network (``lockfiles`` play no part).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from portwright.config import SandboxConfig
-from portwright.errors import EngineUnavailable, SandboxError
+from portwright.errors import ConfigError, EngineUnavailable, SandboxError
 from portwright.sandboxes.base import ExecResult
 from portwright.sandboxes.common import GIT_ANY_OWNER, SANDBOX_HOME, SandboxBase
 from portwright.sandboxes.mounts import (
@@ -141,6 +143,13 @@ class BwrapSandbox(SandboxBase):
         self.gid = os.getgid()
 
     def _preflight(self) -> None:
+        if self.config.gpus is not None:
+            raise ConfigError(
+                "[sandbox] gpus: the bubblewrap sandbox gives no GPUs (it would have to bind "
+                "the host's /dev/nvidia* devices and driver libraries, outside its minimal "
+                "view)", file=self.worktree / "portwright.toml", key="sandbox.gpus",
+                fix="use the Docker backend (backend = \"docker\", with the NVIDIA container "
+                    "toolkit) for GPU gates, or remove [sandbox] gpus")
         if shutil.which("bwrap") is None:
             raise EngineUnavailable("bubblewrap is not installed",
                                     fix="apt-get install bubblewrap (or start a Docker engine)")

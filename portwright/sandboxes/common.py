@@ -56,22 +56,35 @@ def resolve_cwd(worktree: Path, cwd: Path | None) -> Path:
 
 
 class _Runs(Protocol):
+    name: str
     config: SandboxConfig
 
     def exec(self, argv: Sequence[str], *, timeout: float | None = None,
              env: Mapping[str, str] | None = None, cwd: Path | None = None) -> ExecResult: ...
 
 
+NO_IMAGE_SETUP = ("bubblewrap has no images: setup runs in every new sandbox, in the "
+                  "worktree, without network — install what needs a download on the host, "
+                  "or use the Docker backend, which builds setup into an environment image "
+                  "with network")
+
+
 def run_setup(sandbox: _Runs) -> list[ExecResult]:
-    """Run ``[sandbox] setup`` commands in a new sandbox; the first failure is an error."""
+    """Run ``[sandbox] setup`` commands in a new sandbox; the first failure is an error.
+
+    Backends without images (bubblewrap, local) do this for every sandbox; Docker builds the
+    commands into the environment image instead (:mod:`portwright.sandboxes.envimage`).
+    """
     results: list[ExecResult] = []
     for command in sandbox.config.setup:
         result = sandbox.exec(["sh", "-c", command])
         results.append(result)
         if not result.ok:
+            offline = f" ({NO_IMAGE_SETUP})" if sandbox.name == "bwrap" else ""
             raise SandboxError(
                 f"sandbox setup command failed (exit {result.exit_code}): {command}",
-                fix=f"see its log {result.log_path}; fix [sandbox] setup in portwright.toml",
+                fix=f"see its log {result.log_path}; fix [sandbox] setup in portwright.toml"
+                    + offline,
             )
     return results
 
@@ -118,6 +131,11 @@ class SandboxBase(ABC):
              cwd: Path) -> ExecResult:
         """Run one command (holding the sandbox's lock), its output into ``sink``."""
 
+    def _setup(self) -> list[ExecResult]:
+        """``[sandbox] setup`` in the new sandbox (a backend with images builds it into one
+        instead)."""
+        return run_setup(self)
+
     def _after_command(self) -> None:  # noqa: B027 (optional; the local backend needs none)
         """Once a command is over and nothing of it runs any more (still holding the lock)."""
 
@@ -128,12 +146,15 @@ class SandboxBase(ABC):
         if not self.worktree.is_dir():
             raise SandboxError(f"worktree {self.worktree} does not exist",
                                fix="create the run's worktree before opening its sandbox")
+        created = not self.log_dir.exists()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._open()
-            self.setup_results = run_setup(self)
+            self.setup_results = self._setup()
         except BaseException:
             self.close()
+            if created and not any(self.log_dir.iterdir()):
+                self.log_dir.rmdir()  # a sandbox that never opened leaves no trace
             raise
         return self
 

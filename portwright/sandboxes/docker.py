@@ -41,11 +41,16 @@ from typing import Any
 import docker
 from docker.errors import APIError, ImageNotFound, NotFound
 from docker.models.containers import Container
-from docker.types import CancellableStream, LogConfig
+from docker.types import CancellableStream, DeviceRequest, LogConfig
 from docker.types import Mount as DockerMount
 
 from portwright.config import SandboxConfig
-from portwright.errors import ImageMissing, SandboxDied, SandboxError
+from portwright.errors import (
+    ConfigError,
+    ImageMissing,
+    SandboxDied,
+    SandboxError,
+)
 from portwright.sandboxes.base import ExecResult
 from portwright.sandboxes.common import GIT_ANY_OWNER, SandboxBase
 from portwright.sandboxes.common import SANDBOX_HOME as SANDBOX_HOME  # re-exported
@@ -60,6 +65,7 @@ from portwright.sandboxes.engine import (
     docker_client,
     owner_token,
 )
+from portwright.sandboxes.envimage import EnvSource
 from portwright.sandboxes.mounts import Mount, read_only_paths, repository_tops, sandbox_mounts
 from portwright.sandboxes.output import OutputSink
 from portwright.sandboxes.ownership import (
@@ -102,6 +108,7 @@ class DockerSandbox(SandboxBase):
         key_dir: Path,
         upstream: Path | None = None,
         image: str | None = None,
+        source: EnvSource | None = None,
     ) -> None:
         super().__init__(worktree, config=config, log_dir=log_dir)
         self.upstream = upstream.resolve() if upstream is not None else None
@@ -109,6 +116,10 @@ class DockerSandbox(SandboxBase):
         """The evidence key's folder, which no mount may show."""
         self.run_id = run_id
         self.image = image
+        """The image to run; None: ``[sandbox] image``, or the environment image built from
+        ``source`` when ``[sandbox] setup`` or ``dockerfile`` asks for one."""
+        self.source = source
+        """Where the environment image's files are read (HEAD of the worktree by default)."""
         self.container: Container | None = None
         self._client: docker.DockerClient | None = None
         self.uid = os.getuid()
@@ -153,8 +164,12 @@ class DockerSandbox(SandboxBase):
 
         assert self._client is not None
         self.image = ensure_image(self.config, self.worktree, client=self._client,
-                                  build_log_dir=self.log_dir)
+                                  source=self.source)
         return self.image
+
+    def _setup(self) -> list[ExecResult]:
+        """Nothing: ``[sandbox] setup`` is built into the environment image."""
+        return []
 
     def _start(self) -> None:
         assert self._client is not None
@@ -173,7 +188,7 @@ class DockerSandbox(SandboxBase):
             LABEL_KEPT: kept_label(self._kept),
         }
         try:
-            self.container = self._client.containers.run(
+            self.container = self._client.containers.create(
                 image,
                 ["sleep", "infinity"],
                 detach=True,
@@ -193,11 +208,16 @@ class DockerSandbox(SandboxBase):
                 mounts=mounts,
                 working_dir=str(self.worktree),
                 stdin_open=False,
+                device_requests=gpu_requests(self.config.gpus),
             )
+            self.container.start()  # created first: close() removes it if it cannot start
         except ImageNotFound as exc:
             raise ImageMissing(f"sandbox image {image!r} does not exist",
                                fix="build it: `portwright sandbox base-image`") from exc
         except APIError as exc:
+            if self.config.gpus is not None and _no_gpu_runtime(exc):
+                raise gpu_error(self.worktree, str(exc.explanation or exc),
+                                self.source or EnvSource(self.worktree)) from exc
             raise SandboxError(f"cannot start the sandbox container: {exc.explanation or exc}",
                                fix=_api_fix(exc)) from exc
         self._reaper = Reaper(self.container, self._client, self.uid, self.gid)
@@ -382,6 +402,61 @@ class DockerSandbox(SandboxBase):
             return died
         return SandboxError(f"the engine refused the command: {exc.explanation or exc}",
                             fix=_api_fix(exc))
+
+
+def gpu_requests(gpus: str | int | list[str] | None) -> list[DeviceRequest]:
+    """``[sandbox] gpus`` as the engine's device requests (``docker run --gpus``)."""
+    if gpus is None:
+        return []
+    if isinstance(gpus, list):
+        return [DeviceRequest(device_ids=gpus, capabilities=[["gpu"]])]
+    return [DeviceRequest(count=-1 if gpus == "all" else int(gpus), capabilities=[["gpu"]])]
+
+
+def _no_gpu_runtime(exc: APIError) -> bool:
+    text = str(exc.explanation or exc).lower()
+    return "device driver" in text or "nvidia" in text or "gpu" in text
+
+
+GPU_FIX = ("install the NVIDIA Container Toolkit on the engine's host and register it "
+           "(`nvidia-ctk runtime configure --runtime=docker`, then restart dockerd), or "
+           "remove [sandbox] gpus from portwright.toml")
+
+
+def gpu_problem(client: docker.DockerClient, config: SandboxConfig) -> str | None:
+    """Why this engine cannot give ``[sandbox] gpus`` (None when a container asking for them
+    starts, or nothing is asked): a real container of ``config.image`` is tried and removed.
+    """
+    if config.gpus is None:
+        return None
+    try:
+        container = client.containers.create(
+            config.image, ["true"], network_mode="none", labels={LABEL_RUN: "gpu-probe"},
+            device_requests=gpu_requests(config.gpus), log_config=LogConfig(type="none"))
+    except ImageNotFound:
+        return None  # the image check reports it
+    except APIError as exc:
+        return str(exc.explanation or exc)
+    try:
+        container.start()
+        container.wait(timeout=60)
+    except APIError as exc:
+        return str(exc.explanation or exc)
+    finally:
+        with contextlib.suppress(APIError):
+            container.remove(force=True)
+    return None
+
+
+def gpu_error(worktree: Path, detail: str, source: EnvSource | None = None) -> ConfigError:
+    """``[sandbox] gpus`` asks for GPUs this engine cannot give (the line is the committed
+    config's, when ``source`` can tell)."""
+    from portwright.sandboxes.envimage import config_line
+
+    line = config_line(source, "sandbox.gpus") if source is not None else None
+    return ConfigError(f"[sandbox] gpus asks for GPUs, and this Docker engine cannot give "
+                       f"any: {detail}", file=worktree / "portwright.toml", line=line,
+                       key="sandbox.gpus", fix=GPU_FIX)
 
 
 def _close_stream(stream: CancellableStream[Any]) -> None:

@@ -85,3 +85,15 @@ def docker_client(timeout: int = 60) -> docker.DockerClient:
         raise EngineUnavailable(f"the Docker engine does not answer: {exc}",
                                 fix=DOCKER_FIX) from exc
     return client
+
+
+BASE_TAG = "portwright/base:bookworm"
+"""The image sandboxes start from, built offline by ``portwright sandbox base-image``."""
+
+
+def missing_image_fix(image: str) -> str:
+    """How to get ``image`` when it is missing."""
+    if image == BASE_TAG:
+        return "build it offline: `portwright sandbox base-image`"
+    return (f"build or load it (`docker build -t {image} .` / `docker load`), or set "
+            "[sandbox] image in portwright.toml")

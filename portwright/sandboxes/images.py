@@ -1,19 +1,18 @@
-"""Sandbox images: the configured image, a Dockerfile build (cached), the offline base.
+"""Sandbox images: the configured image, the environment image, the offline base.
 
 No image registry needs to be reachable: :func:`build_base_image` makes
 ``portwright/base:bookworm`` with ``debootstrap`` from the Debian mirror this
-machine's apt is already configured with, and ``docker import``. A Dockerfile in
-the downstream repo (``[sandbox] dockerfile``) is built ``FROM`` it with the docker
-SDK, tagged by the digest of its build context, so an unchanged Dockerfile is not
-rebuilt; the build log is kept beside the repo's state. :func:`prune_images` removes
-older builds (containers are pruned by :mod:`portwright.sandboxes.prune`; :func:`prune`
-here is what callers of the former place get).
+machine's apt is already configured with, and ``docker import``. ``[sandbox] setup`` and a
+Dockerfile in the downstream repo (``[sandbox] dockerfile``) are built on top of it into the
+environment image (:mod:`portwright.sandboxes.envimage`), tagged by the digest of what it is
+built from, so it is built once; its build log is kept in the state folder.
+:func:`prune_images` removes older builds (containers are pruned by
+:mod:`portwright.sandboxes.prune`; :func:`prune` here is what callers of the former place
+get).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import re
@@ -24,15 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import docker
-from docker.errors import APIError, BuildError, ImageNotFound
+from docker.errors import APIError, ImageNotFound
 
 from portwright.config import SandboxConfig
-from portwright.errors import ConfigError, ImageMissing, SandboxError
+from portwright.errors import ImageMissing, SandboxError
+from portwright.sandboxes.engine import BASE_TAG as BASE_TAG  # re-exported
 from portwright.sandboxes.engine import docker_client
+from portwright.sandboxes.engine import missing_image_fix as missing_image_fix  # re-exported
+from portwright.sandboxes.envimage import EnvSource, ensure_env_image, needs_env_image
 
 logger = logging.getLogger(__name__)
 
-BASE_TAG = "portwright/base:bookworm"
 BASE_PACKAGES = ["python3", "python3-venv", "python3-pytest", "git", "g++", "make", "cmake"]
 LABEL_IMAGE = "portwright.image"
 APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
@@ -57,88 +58,26 @@ def ensure_image(
     repo: Path,
     *,
     client: docker.DockerClient | None = None,
-    build_log_dir: Path | None = None,
+    source: EnvSource | None = None,
 ) -> str:
-    """The image a sandbox for ``repo`` runs: built from its Dockerfile, or ``config.image``.
+    """The image a sandbox for ``repo`` runs: the environment image when ``[sandbox] setup``
+    or ``dockerfile`` asks for one (built on first use from the files committed at
+    ``source``, HEAD of ``repo`` by default), else ``config.image``.
 
     Raises :class:`ImageMissing` (with how to build it) when the image is not there.
     """
+    if needs_env_image(config):
+        return ensure_env_image(config, source or EnvSource(repo), client).tag
     own = client is None
     client = client or docker_client()
     try:
-        if config.dockerfile:
-            return _build_dockerfile(client, config, repo, build_log_dir)
         if not image_exists(client, config.image):
-            fix = ("build it offline: `portwright sandbox base-image`" if config.image == BASE_TAG
-                   else f"build or load it (`docker build -t {config.image} .` / `docker load`), "
-                        "or set [sandbox] image in portwright.toml")
-            raise ImageMissing(f"sandbox image {config.image!r} does not exist", fix=fix)
+            raise ImageMissing(f"sandbox image {config.image!r} does not exist",
+                               fix=missing_image_fix(config.image))
         return config.image
     finally:
         if own:
             client.close()
-
-
-def _context_digest(context: Path, dockerfile: Path) -> str:
-    """Digest of the Dockerfile and every file of its context (``.dockerignore`` aside)."""
-    digest = hashlib.sha256()
-    digest.update(dockerfile.read_bytes())
-    skip = {".git", ".portwright"}
-    for path in sorted(p for p in context.rglob("*")
-                       if p.is_file() and not skip & set(p.relative_to(context).parts)):
-        digest.update(str(path.relative_to(context)).encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()[:16]
-
-
-def _build_dockerfile(client: docker.DockerClient, config: SandboxConfig, repo: Path,
-                      build_log_dir: Path | None) -> str:
-    assert config.dockerfile is not None
-    dockerfile = (repo / config.dockerfile).resolve()
-    if not dockerfile.is_file():
-        raise ConfigError("the sandbox Dockerfile does not exist", file=repo / "portwright.toml",
-                          key="sandbox.dockerfile",
-                          fix=f"create {config.dockerfile} in the repository or remove the key")
-    context = dockerfile.parent
-    name = re.sub(r"[^a-z0-9]+", "-", repo.resolve().name.lower()).strip("-") or "repo"
-    tag = f"portwright/sandbox-{name}:{_context_digest(context, dockerfile)}"
-    if image_exists(client, tag):
-        logger.info("sandbox image %s is cached", tag)
-        return tag
-    log_dir = build_log_dir or repo / ".portwright" / "images"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"{tag.split(':')[-1]}.build.log"
-    logger.info("building sandbox image %s from %s (log: %s)", tag, dockerfile, log_path)
-    lines: list[str] = []
-    try:
-        _, stream = client.images.build(
-            path=str(context), dockerfile=str(dockerfile), tag=tag, rm=True, forcerm=True,
-            network_mode="none", labels={LABEL_IMAGE: "dockerfile"},
-        )
-        for chunk in stream:
-            lines.append(_build_line(chunk))
-    except BuildError as exc:
-        lines += [_build_line(item) for item in exc.build_log]
-        log_path.write_text("".join(lines), encoding="utf-8")
-        raise ImageMissing(f"building the sandbox image from {dockerfile} failed: {exc.msg}",
-                           fix=f"read the build log {log_path} and fix the Dockerfile "
-                               "(no network during the build; start FROM "
-                               f"{BASE_TAG})") from exc
-    except APIError as exc:
-        log_path.write_text("".join(lines), encoding="utf-8")
-        raise SandboxError(f"the engine refused to build {dockerfile}: {exc.explanation or exc}",
-                           fix=f"read {log_path}; `portwright sandbox base-image` builds the "
-                               "base image it may need") from exc
-    log_path.write_text("".join(lines), encoding="utf-8")
-    return tag
-
-
-def _build_line(chunk: object) -> str:
-    if isinstance(chunk, dict):
-        for key in ("stream", "status", "error"):
-            if chunk.get(key):
-                return str(chunk[key])
-    return json.dumps(chunk) + "\n"
 
 
 # -- the offline base image ---------------------------------------------------------
@@ -300,7 +239,8 @@ def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None,
 
 def prune_images(*, keep_latest: bool = True,
                  client: docker.DockerClient | None = None) -> list[str]:
-    """Remove images built from downstream Dockerfiles (label ``portwright.image=dockerfile``).
+    """Remove environment images (label ``portwright.image=env``, and ``dockerfile`` of
+    older builds).
 
     Keeps the newest build of each repository when ``keep_latest``; images a container
     still uses are left alone. Returns the removed tags.
@@ -309,7 +249,8 @@ def prune_images(*, keep_latest: bool = True,
     client = client or docker_client()
     removed: list[str] = []
     try:
-        images = client.images.list(filters={"label": f"{LABEL_IMAGE}=dockerfile"})
+        images = [image for kind in ("env", "dockerfile") for image in
+                  client.images.list(filters={"label": f"{LABEL_IMAGE}={kind}"})]
         newest: dict[str, str] = {}
         for image in sorted(images, key=lambda i: str(i.attrs.get("Created", ""))):
             for tag in image.tags:

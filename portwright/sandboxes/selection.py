@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -15,6 +16,9 @@ from portwright.errors import EngineUnavailable
 from portwright.sandboxes.base import Sandbox
 from portwright.sandboxes.engine import DOCKER_FIX as DOCKER_FIX  # re-exported
 from portwright.sandboxes.engine import engine_socket_problem
+
+if TYPE_CHECKING:
+    from portwright.sandboxes.envimage import EnvSource
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +137,7 @@ def open_sandbox(
     key_dir: Path,
     upstream: Path | None = None,
     allow_local: bool = False,
+    source: EnvSource | None = None,
 ) -> Sandbox:
     """The sandbox ``config`` asks for, not yet started: use it as a context manager.
 
@@ -143,6 +148,8 @@ def open_sandbox(
     (``backend = "local"``) or as the fallback of ``auto``. A configuration is text a
     command in a sandbox may have rewritten; it alone never takes the isolation away.
     Raises :class:`EngineUnavailable` with the fix when nothing usable is there.
+    ``source`` says which commit a Docker sandbox's environment image is built from (HEAD
+    of ``worktree`` by default) and which state folder keeps its builds.
     """
     selection = select_backend(config, allow_local=allow_local)
     logger.info("sandbox backend: %s (%s)", selection.backend, selection.reason)
@@ -156,7 +163,7 @@ def open_sandbox(
         from portwright.sandboxes.docker import DockerSandbox
 
         return DockerSandbox(worktree, config=config, run_id=run_id, log_dir=log_dir,
-                             key_dir=key_dir, upstream=upstream)
+                             key_dir=key_dir, upstream=upstream, source=source)
     if selection.backend == SandboxBackend.BWRAP:
         from portwright.sandboxes.bwrap import BwrapSandbox
 

@@ -81,10 +81,14 @@ class RunContext:
                 upstream: Path | None = self.project.upstream()
             except RepositoryError:
                 upstream = None  # command gates can run without the upstream mounted
+            from portwright.sandboxes.envimage import EnvSource
+
+            source = EnvSource(self.project.root, self.project.revision or self.commit,
+                               self.project.state_dir)
             sandbox = open_sandbox(self.project.config.sandbox, worktree=self.project.root,
                                    run_id=self.run_id, log_dir=self.dir / "sandbox-logs",
                                    key_dir=evidence_key_dir(), upstream=upstream,
-                                   allow_local=self.allow_local)
+                                   allow_local=self.allow_local, source=source)
             self._sandbox = self._stack.enter_context(sandbox)
         return self._sandbox
 

@@ -87,6 +87,8 @@ CASES = [
     Case("pin-yaml-invalid", GAP, store("yaml", "port.yaml", "upstream: [\n"),
          says=("port.yaml",)),
     Case("pin-yaml-list", GAP, store("yaml", "port.yaml", "- {pin}\n"), says=("port.yaml",)),
+    Case("pin-yaml-key-through-list", GAP, store("yaml", "port.yaml", "- commit: {pin}\n"),
+         says=("port.yaml", "upstream.commit", "is a list", "[0].commit")),
     Case("pin-yaml-not-utf8", GAP, store("yaml", "port.yaml", b"upstream:\n  commit: \xff\n"),
          says=("port.yaml", "utf-8")),
     Case("pin-toml-integer", GAP, store("toml", "port.toml", "[upstream]\ncommit = 1234567\n"),

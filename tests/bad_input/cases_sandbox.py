@@ -47,8 +47,50 @@ def _two_runs(w: World, home: Path) -> str | None:
     return None
 
 
+def sandbox(body: str) -> Setup:
+    return lambda w: w.config(f"\n[sandbox]\n{body}\n")
+
+
+def _no_env_images(w: World, home: Path) -> str | None:
+    """A failed environment image build leaves no image of this world behind."""
+    import docker
+
+    from portwright.sandboxes.envimage import LABEL_REPO
+
+    client = docker.from_env()
+    try:
+        left = client.images.list(filters={"label": f"{LABEL_REPO}={w.repo.name}"})
+    finally:
+        client.close()
+    return f"environment images left: {[i.tags for i in left]}" if left else None
+
+
+BUILD = ("sandbox", "build")
 SLEEP = unit("sleep 60", timeout=120)
 CASES = [
+    # the environment image and GPUs
+    Case("env-lockfile-glob-matches-nothing", BUILD,
+         sandbox('setup = ["true"]\nlockfiles = ["uv.lock"]'), docker=True,
+         says=("portwright.toml:7", "sandbox.lockfiles", "uv.lock")),
+    Case("env-lockfile-glob-matches-nothing-gates", FULL,
+         sandbox('setup = ["true"]\nlockfiles = ["requirements/*.txt"]'), docker=True,
+         runs_left=True, says=("portwright.toml:7", "sandbox.lockfiles")),
+    Case("env-setup-fails-at-build", BUILD, sandbox('setup = ["echo no-such-dep >&2; exit 3"]'),
+         docker=True, timeout=300, after=_no_env_images,
+         says=("portwright.toml:6", "sandbox.setup", "build log", "exit 3")),
+    Case("env-dockerfile-not-committed", BUILD, sandbox('dockerfile = "ci/Dockerfile"'),
+         docker=True, says=("portwright.toml:6", "sandbox.dockerfile", "not committed")),
+    Case("env-build-without-setup-ok", BUILD, expect=0, docker=True),
+    Case("env-gpus-no-runtime-exec", (*EXEC, "--backend", "docker", "--", "true"),
+         sandbox('gpus = "all"'), docker=True,
+         says=("portwright.toml:6", "sandbox.gpus", "NVIDIA")),
+    Case("env-gpus-no-runtime-gates", FULL, sandbox("gpus = 1"), docker=True, runs_left=True,
+         says=("sandbox.gpus", "NVIDIA")),
+    Case("env-gpus-no-runtime-doctor", ("doctor",), sandbox('gpus = ["0"]'), docker=True,
+         says=("gpus", "NVIDIA")),
+    Case("env-gpus-bwrap", (*EXEC, "--backend", "bwrap", "--", "true"), sandbox('gpus = "all"'),
+         bwrap=True, says=("sandbox.gpus", "bubblewrap")),
+
     Case("sb-exec-timeout-zero", (*EXEC, "--timeout", "0", "--", "true"), says=("--timeout",)),
     Case("sb-exec-timeout-negative", (*EXEC, "--timeout", "-1", "--", "true"),
          says=("--timeout",)),

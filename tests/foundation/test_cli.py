@@ -7,14 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import GitRepo, docker_engine_running
 
 
-def portwright(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def portwright(repo: Path, *args: str,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "portwright", "-C", str(repo), *args],
                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
                                                                "COLUMNS": "120",
-                                                               "HOME": str(repo)})
+                                                               "HOME": str(repo),
+                                                               **(env or {})})
 
 
 def test_version() -> None:
@@ -51,6 +55,46 @@ def test_init_then_rules_check_then_doctor(make_repo: type[GitRepo]) -> None:
     if docker_engine_running():
         assert status["sandbox"] in {"ok", "fail"}
         assert doctor.returncode == (0 if status["sandbox"] == "ok" else 1)
+        assert report["env_image"]["state"] == "none"  # no setup: the base image
+
+
+def _missing_image_port(make_repo: type[GitRepo]) -> GitRepo:
+    upstream = make_repo("upstream")
+    upstream.commit("first", {"lib.py": "def f():\n    return 1\n"})
+    down = make_repo("down")
+    assert portwright(down.path, "init", "--upstream", "../upstream").returncode == 0
+    config = down.path / "portwright.toml"
+    text = config.read_text()
+    assert 'image = "portwright/base:bookworm"' in text
+    config.write_text(text.replace('image = "portwright/base:bookworm"',
+                                   'image = "portwright/absent:never"'))
+    down.commit("adopt portwright")
+    return down
+
+
+def test_doctor_names_a_missing_image_not_the_engine(make_repo: type[GitRepo]) -> None:
+    if not docker_engine_running():
+        pytest.skip("no Docker engine answers")
+    down = _missing_image_port(make_repo)
+    doctor = portwright(down.path, "doctor", "--json")
+    assert doctor.returncode == 1, doctor.stdout
+    sandbox = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "sandbox")
+    assert sandbox["status"] == "fail"
+    assert "answers" in sandbox["detail"]
+    assert "portwright/absent:never is missing" in sandbox["detail"]
+    assert "docker build -t portwright/absent:never" in sandbox["fix"]
+    assert "start the Docker engine" not in sandbox["fix"]
+
+
+@pytest.mark.parametrize("engine", ["answers", "absent"])
+def test_commands_without_a_sandbox_need_no_image_and_no_engine(
+        make_repo: type[GitRepo], engine: str) -> None:
+    down = _missing_image_port(make_repo)
+    env = {"DOCKER_HOST": f"unix://{down.path}/no-engine.sock"} if engine == "absent" else {}
+    for args in (("gap",), ("anchors", "check"), ("rows",), ("surface", "lib.py::f"),
+                 ("rules", "check")):
+        done = portwright(down.path, *args, env=env)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
 
 
 def test_init_never_overwrites(make_repo: type[GitRepo]) -> None:

@@ -26,7 +26,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "prompts": FOUNDATION,
     "vcs": FOUNDATION,
     "runs": FOUNDATION,
-    "sandboxes": FOUNDATION,
+    "sandboxes": FOUNDATION | {"vcs"},
     "rules": FOUNDATION | {"vcs"},
     "project": FOUNDATION | {"vcs", "rules", "runs"},
     "evidence": FOUNDATION | {"vcs", "project"},

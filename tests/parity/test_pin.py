@@ -106,3 +106,31 @@ def test_write_rejects_non_sha(tmp_path: Path) -> None:
 def test_key_path() -> None:
     assert parse_key_path("[0].commit") == [0, "commit"]
     assert parse_key_path("a.b[2].c") == ["a", "b", 2, "c"]
+
+
+@pytest.mark.parametrize(("text", "key", "hint"), [
+    ("- commit: {sha}\n  name: up\n", "upstream.commit", "[0].commit"),
+    ("- upstream:\n    commit: {sha}\n", "upstream.commit", "[0].upstream.commit"),
+    ("upstream:\n  - commit: {sha}\n", "upstream.commit", "upstream[0].commit"),
+])
+def test_yaml_key_through_a_list_hints_the_index_form(tmp_path: Path, text: str, key: str,
+                                                      hint: str) -> None:
+    (tmp_path / "p.yaml").write_text(text.format(sha=SHA))
+    with pytest.raises(ParityFileError) as info:
+        read_pin(tmp_path, _config(store="yaml", file="p.yaml", key=key))
+    assert "is a list" in info.value.message
+    assert info.value.key == key
+    assert info.value.fix is not None
+    assert f'key = "{hint}"' in info.value.fix
+    assert read_pin(tmp_path, _config(store="yaml", file="p.yaml", key=hint)) == SHA
+
+
+def test_toml_key_through_an_array_hints_the_index_form(tmp_path: Path) -> None:
+    (tmp_path / "p.toml").write_text(f'[[upstream]]\ncommit = "{SHA}"\n')
+    with pytest.raises(ParityFileError) as info:
+        read_pin(tmp_path, _config(store="toml", file="p.toml", key="upstream.commit"))
+    assert "is a list" in info.value.message
+    assert info.value.fix is not None
+    assert 'key = "upstream[0].commit"' in info.value.fix
+    assert read_pin(tmp_path, _config(store="toml", file="p.toml",
+                                      key="upstream[0].commit")) == SHA

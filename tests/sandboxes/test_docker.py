@@ -270,10 +270,30 @@ def test_dead_container_raises_sandbox_died(tmp_path: Path) -> None:
             sb.exec(["true"])
 
 
-def test_setup_runs_in_new_container(tmp_path: Path) -> None:
-    wt, _ = make_worktree(tmp_path / "repos")
-    config = LIMITS.model_copy(update={"setup": ["mkdir -p $HOME/.cache && id -u > $HOME/who"]})
-    with DockerSandbox(wt, config=config, run_id="test-setup", key_dir=evidence_key_dir(),
-                       log_dir=tmp_path / "l") as sb:
-        assert [r.ok for r in sb.setup_results] == [True]
-        assert sb.exec(["cat", "/tmp/home/who"]).stdout_head == f"{OWNER}\n"
+def test_setup_is_built_into_the_image_not_run_per_sandbox(tmp_path: Path) -> None:
+    """Docker builds [sandbox] setup into the environment image (as root, once); a new
+    sandbox runs none of it (the worktree is its owner's; git on the host reads it)."""
+    import docker
+
+    from portwright.sandboxes.envimage import LABEL_REPO, EnvSource, read_spec
+
+    wt, _ = make_worktree(tmp_path / "repos", owner=None)
+    config = LIMITS.model_copy(update={"setup": ["id -u > /opt/who; date +%s%N >> /opt/who"]})
+    source = EnvSource(wt, state_dir=tmp_path / "state")
+    name = read_spec(config, source).name
+    client = docker.from_env()
+    try:
+        with DockerSandbox(wt, config=config, run_id="test-setup", key_dir=evidence_key_dir(),
+                           log_dir=tmp_path / "l",
+                           source=source) as sb:
+            assert sb.setup_results == []
+            first = sb.exec(["cat", "/opt/who"]).stdout_head
+        assert first.startswith("0\n")  # built as root
+        with DockerSandbox(wt, config=config, run_id="test-setup-2", key_dir=evidence_key_dir(),
+                           log_dir=tmp_path / "l",
+                           source=source) as sb:
+            assert sb.exec(["cat", "/opt/who"]).stdout_head == first  # the same image
+    finally:
+        for image in client.images.list(filters={"label": f"{LABEL_REPO}={name}"}):
+            client.images.remove(image.id, force=True)
+        client.close()

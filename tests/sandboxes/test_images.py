@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 from portwright.config import SandboxConfig
 from portwright.errors import ConfigError, ImageMissing, SandboxError
 from portwright.runs.keys import evidence_key_dir
+from portwright.sandboxes.envimage import EnvSource
 from portwright.sandboxes.images import BASE_TAG, debian_mirror, ensure_image, prune_images
-from tests.conftest import docker_engine_running
+from tests.conftest import GitRepo, docker_engine_running
 
 
 def test_mirror_from_deb822_sources(tmp_path: Path) -> None:
@@ -67,8 +68,9 @@ def test_missing_image_names_the_fix(tmp_path: Path) -> None:
 @pytest.mark.docker
 @pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
 def test_missing_dockerfile_is_a_config_error(tmp_path: Path) -> None:
+    GitRepo(tmp_path / "repo").commit("init", {"README": "x\n"})
     with pytest.raises(ConfigError, match=r"sandbox\.dockerfile"):
-        ensure_image(SandboxConfig(dockerfile="ci/Dockerfile"), tmp_path)
+        ensure_image(SandboxConfig(dockerfile="ci/Dockerfile"), tmp_path / "repo")
 
 
 @pytest.mark.docker
@@ -80,34 +82,38 @@ def test_dockerfile_is_built_once_and_logged(tmp_path: Path) -> None:
     if not any(BASE_TAG in image.tags for image in client.images.list()):
         client.close()
         pytest.skip(f"{BASE_TAG} is not built (portwright sandbox base-image)")
-    repo = tmp_path / f"repo-{os.getpid()}-{time.time_ns()}"
-    (repo / "ci").mkdir(parents=True)
-    (repo / "ci" / "Dockerfile").write_text(
-        f"FROM {BASE_TAG}\nRUN echo built-{time.time_ns()} > /etc/portwright-test\n")
+    repo = GitRepo(tmp_path / f"repo-{os.getpid()}-{time.time_ns()}")
+    repo.commit("df", {"ci/Dockerfile": f"FROM {BASE_TAG}\nCOPY data.txt /etc/data\n"
+                                        f"RUN echo built-{time.time_ns()} > /etc/t\n",
+                       "ci/data.txt": "from the committed tree\n"})
     config = SandboxConfig(dockerfile="ci/Dockerfile")
+    source = EnvSource(repo.path, state_dir=tmp_path / "state")
     try:
-        tag = ensure_image(config, repo, client=client, build_log_dir=tmp_path / "logs")
-        assert tag.startswith("portwright/sandbox-repo-")
-        logs = list((tmp_path / "logs").glob("*.build.log"))
+        tag = ensure_image(config, repo.path, client=client, source=source)
+        assert tag.startswith("portwright/env-repo-")
+        logs = list((tmp_path / "state" / "images").glob("*.build.log"))
         assert len(logs) == 1
         assert "RUN echo built-" in logs[0].read_text()
+        assert client.containers.run(tag, ["cat", "/etc/data"], remove=True) == \
+            b"from the committed tree\n"
+        repo.write("ci/data.txt", "written, not committed\n")  # the build reads the commit
         start = time.monotonic()
-        assert ensure_image(config, repo, client=client,
-                            build_log_dir=tmp_path / "logs") == tag
-        assert time.monotonic() - start < 1.0  # cached: no build
-        (repo / "ci" / "Dockerfile").write_text(f"FROM {BASE_TAG}\nRUN false\n")
-        with pytest.raises(ImageMissing, match="failed") as info:
-            ensure_image(config, repo, client=client, build_log_dir=tmp_path / "logs")
+        assert ensure_image(config, repo.path, client=client, source=source) == tag
+        assert time.monotonic() - start < 2.0  # cached: no build
+        repo.commit("broken", {"ci/Dockerfile": f"FROM {BASE_TAG}\nRUN false\n"})
+        with pytest.raises(ConfigError, match="failed") as info:
+            ensure_image(config, repo.path, client=client, source=source)
+        assert info.value.key == "sandbox.dockerfile"
         assert "build log" in str(info.value)
-        (repo / "ci" / "Dockerfile").write_text(f"FROM {BASE_TAG}\nRUN echo {time.time_ns()}\n")
-        newer = ensure_image(config, repo, client=client, build_log_dir=tmp_path / "logs")
+        repo.commit("fixed", {"ci/Dockerfile": f"FROM {BASE_TAG}\nRUN echo {time.time_ns()}\n"})
+        newer = ensure_image(config, repo.path, client=client, source=source)
         assert newer != tag
         removed = prune_images(client=client)
         assert tag in removed
         assert newer not in removed
     finally:
-        for image in client.images.list(filters={"label": "portwright.image=dockerfile"}):
-            if any(t.startswith("portwright/sandbox-repo-") for t in image.tags):
+        for image in client.images.list(filters={"label": "portwright.image=env"}):
+            if any(t.startswith("portwright/env-repo-") for t in image.tags):
                 client.images.remove(image.id, force=True)
         client.close()
 
@@ -173,19 +179,19 @@ def test_sandbox_runs_in_the_dockerfile_image(tmp_path: Path) -> None:
         client.close()
         pytest.skip(f"{BASE_TAG} is not built")
     marker = f"marker-{time.time_ns()}"
-    wt = tmp_path / f"wt-{os.getpid()}"
-    wt.mkdir()
-    (wt / "Dockerfile").write_text(f"FROM {BASE_TAG}\nRUN echo {marker} > /etc/marker\n")
+    wt = GitRepo(tmp_path / f"wt-{os.getpid()}")
+    wt.commit("df", {"Dockerfile": f"FROM {BASE_TAG}\nRUN echo {marker} > /etc/marker\n"})
     config = SandboxConfig(dockerfile="Dockerfile", memory="256m")
     tag = ""
     try:
-        with DockerSandbox(wt, config=config, run_id="t-df", key_dir=evidence_key_dir(),
-                           log_dir=tmp_path / "logs") as sb:
+        with DockerSandbox(wt.path, config=config, run_id="t-df", key_dir=evidence_key_dir(),
+                           log_dir=tmp_path / "logs",
+                           source=EnvSource(wt.path, state_dir=tmp_path / "state")) as sb:
             tag = sb.image or ""
             res = sb.exec(["cat", "/etc/marker"])
         assert res.stdout_head == f"{marker}\n"
-        assert sorted(p.name for p in wt.iterdir()) == ["Dockerfile"]  # worktree untouched
-        assert list((tmp_path / "logs").glob("*.build.log"))
+        assert sorted(p.name for p in wt.path.iterdir()) == [".git", "Dockerfile"]  # untouched
+        assert list((tmp_path / "state" / "images").glob("*.build.log"))
     finally:
         if tag:
             client.images.remove(tag, force=True)
