@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from portwright.errors import RepositoryError
 from portwright.project import Project
@@ -106,6 +106,18 @@ class RunContext:
             model = self.project.config.model
             self._budget = RunBudget(model.budget, model.role_budgets, model.prices)
         return self._budget
+
+
+RUN_SOURCE = "__portwright_run__"
+"""Key of the graph's ``configurable`` under which a server-driven graph carries its
+:class:`RunSource` (``__``: LangGraph keeps it out of checkpoint metadata and traces)."""
+
+
+class RunSource(Protocol):
+    """Where a graph that a server drives (``langgraph dev``, Studio) gets its run context:
+    opened for the run's row on the first node that needs it."""
+
+    def context(self, row: str) -> RunContext: ...
 
 
 def _reap_dead_sandboxes(run_id: str) -> None:

@@ -33,7 +33,7 @@ from portwright.project import Project
 from portwright.runs.store import RunStore
 from portwright.vcs import plumbing
 from portwright.vcs.worktree import run_worktree
-from portwright.workflows.context import new_run_id, open_run
+from portwright.workflows.context import RunContext, new_run_id, open_run
 from portwright.workflows.cycle import build_cycle
 from portwright.workflows.state import CycleState, RunStatus
 
@@ -136,16 +136,28 @@ def view(project: Project, run_id: str, saver: BaseCheckpointSaver[Any], *,
                    waiting=waiting)
 
 
-def _drive(project: Project, run_id: str, base: str, command: str, graph_input: Any,
-           on_event: OnEvent, *, resume: bool, allow_local: bool = False,
-           replay: Path | None = None, record: Path | None = None,
-           client: LLMClient | None = None) -> RunView:
+@contextmanager
+def worktree_run(project: Project, run_id: str, base: str, command: str, *, resume: bool,
+                 allow_local: bool = False, replay: Path | None = None,
+                 record: Path | None = None, client: LLMClient | None = None
+                 ) -> Iterator[RunContext]:
+    """The context of run ``run_id`` in its own worktree and branch from ``base`` (made
+    when missing), config and rules as committed at ``base``, driven by this process
+    alone (a lock in its folder) until it closes."""
     worktree = run_worktree(project.root, project.worktree_dir(run_id), run_id, base)
     run_project = Project.load(worktree, at=base)
     with _lock(project.run_dir(run_id)), \
             open_run(run_project, command, run_id=run_id, allow_local=allow_local,
-                     replay=replay, record=record, resume=resume,
-                     client=client) as ctx, \
+                     replay=replay, record=record, resume=resume, client=client) as ctx:
+        yield ctx
+
+
+def _drive(project: Project, run_id: str, base: str, command: str, graph_input: Any,
+           on_event: OnEvent, *, resume: bool, allow_local: bool = False,
+           replay: Path | None = None, record: Path | None = None,
+           client: LLMClient | None = None) -> RunView:
+    with worktree_run(project, run_id, base, command, resume=resume, allow_local=allow_local,
+                      replay=replay, record=record, client=client) as ctx, \
             open_checkpointer(project) as saver:
         graph = build_cycle().compile(checkpointer=saver)
         modes: list[StreamMode] = ["custom", "updates"]

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from langgraph.config import get_stream_writer
+from langgraph.config import get_config, get_stream_writer
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
@@ -22,9 +22,9 @@ from portwright.agents.loop import AgentOutcome
 from portwright.agents.roles.base import Role, RoleContext
 from portwright.agents.tools import EvidenceSources, Workspace
 from portwright.agents.transcript import Transcript, read_transcript
-from portwright.errors import PortwrightError, UnsafePath
+from portwright.errors import PortwrightError, UnsafePath, UsageError
 from portwright.gates.models import GateResult
-from portwright.workflows.context import RunContext
+from portwright.workflows.context import RUN_SOURCE, RunContext, RunSource
 from portwright.workflows.state import CycleState, GateRef, Node, RunStatus, Step
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def node(name: Node) -> Callable[[Body], NodeFn]:
             started = datetime.now(UTC)
             emit("node_started", node=name.value)
             try:
-                update = fn(state, runtime)
+                update = fn(state, with_run_context(runtime, state.row))
             except PortwrightError as exc:
                 logger.info("node %s failed: %s", name, exc)
                 update = blocked(f"{name.value}: {exc}")
@@ -78,6 +78,23 @@ def node(name: Node) -> Callable[[Body], NodeFn]:
         return run
 
     return wrap
+
+
+def with_run_context(runtime: Runtime[RunContext], row: str) -> Runtime[RunContext]:
+    """``runtime`` with the run's context: the one the caller gave (``portwright run``,
+    the web page, a worker), else the one a server-driven graph carries in its config
+    (:data:`~portwright.workflows.context.RUN_SOURCE`, see :mod:`portwright.workflows.studio`)."""
+    if isinstance(runtime.context, RunContext):
+        return runtime
+    try:
+        source: RunSource | None = get_config().get("configurable", {}).get(RUN_SOURCE)
+    except RuntimeError:  # called outside a graph run
+        source = None
+    if source is None:
+        raise UsageError("the graph was run without a run context",
+                         fix="drive it with `portwright run`, or load it the way "
+                             "langgraph.json does (portwright/workflows/studio.py)")
+    return runtime.override(context=source.context(row))
 
 
 def blocked(reason: str) -> Update:
