@@ -13,8 +13,10 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import logging
+import re
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import git
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from portwright.agents.llm import Message, estimate_tokens
 from portwright.errors import RunFailure, ToolError
+from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +58,35 @@ class Excerpt(BaseModel):
 def cite(repo: git.Repo, rev: str, path: str, start: int, end: int, *,
          side: str = "upstream", why: str = "") -> Excerpt:
     """The lines ``start``-``end`` of ``path`` at ``rev``, numbered."""
-    try:
-        text = str(repo.git.show(f"{rev}:{path}", strip_newline_in_stdout=False))
-    except git.GitCommandError as exc:
-        raise ToolError(f"{path} does not exist at {rev[:12]}") from exc
+    return _excerpt(_file_text(repo, rev, path), rev, path, start, end, side=side, why=why)
+
+
+_FULL_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def _file_text(repo: git.Repo, rev: str, path: str) -> str:
+    """Text of ``path`` at ``rev``; read once per process when ``rev`` is a full sha (the
+    content is then fixed by the sha itself, whatever repository holds it)."""
+    where = str(repo.working_dir or repo.git_dir)
+    if _FULL_SHA.fullmatch(rev):
+        return _file_at_sha(where, rev, path)
+    return _show(where, rev, path)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_at_sha(repo: str, sha: str, path: str) -> str:
+    return _show(repo, sha, path)
+
+
+def _show(repo: str, rev: str, path: str) -> str:
+    data = plumbing.show(Path(repo), rev, path)
+    if data is None:
+        raise ToolError(f"{path} does not exist at {rev[:12]}")
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _excerpt(text: str, rev: str, path: str, start: int, end: int, *, side: str,
+             why: str) -> Excerpt:
     lines = text.splitlines()
     last = min(end, len(lines))
     body = "\n".join(f"{n:>6}\t{lines[n - 1]}" for n in range(max(start, 1), last + 1))
@@ -70,7 +98,8 @@ def cite(repo: git.Repo, rev: str, path: str, start: int, end: int, *,
 def cite_around(repo: git.Repo, rev: str, hits: Sequence[tuple[str, int]], *,
                 before: int = 3, after: int = 12, side: str = "upstream", why: str = ""
                 ) -> list[Excerpt]:
-    """Excerpts around each ``(path, line)`` hit, overlapping ranges of a file merged."""
+    """Excerpts around each ``(path, line)`` hit, overlapping ranges of a file merged; each
+    file read once."""
     ranges: dict[str, list[list[int]]] = {}
     order = {path: i for i, (path, _) in reversed(list(enumerate(hits)))}
     for path, line in sorted(hits, key=lambda hit: (order[hit[0]], hit[1])):
@@ -80,8 +109,12 @@ def cite_around(repo: git.Repo, rev: str, hits: Sequence[tuple[str, int]], *,
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
-    return [cite(repo, rev, path, start, end, side=side, why=why)
-            for path, spans in ranges.items() for start, end in spans]
+    out: list[Excerpt] = []
+    for path, spans in ranges.items():
+        text = _file_text(repo, rev, path)
+        out += [_excerpt(text, rev, path, start, end, side=side, why=why)
+                for start, end in spans]
+    return out
 
 
 def within_ceiling(excerpts: list[Excerpt], tokens: int) -> tuple[list[Excerpt], list[str]]:

@@ -42,6 +42,9 @@ R = TypeVar("R", bound=BaseModel)
 
 FILE_CAP = 4 * 1024 * 1024
 """Largest worktree file a node reads back (a spec, a matrix)."""
+SURFACE = "surface.json"
+"""The upstream surface of the row's symbol at the target, in the run's folder: enumerated
+once, by ``prepare``, which must find the symbol defined there anyway."""
 
 
 def emit(event: str, **data: Any) -> None:
