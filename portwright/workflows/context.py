@@ -12,6 +12,7 @@ state.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from portwright.sandboxes.base import Sandbox
 
 logger = logging.getLogger(__name__)
+
+_FULL_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 INTERRUPTED = "interrupted"
 """File written into a run's folder when the run was stopped by a signal (Ctrl-C)."""
@@ -159,7 +162,10 @@ def open_run(
     run_id = run_id or new_run_id(prefix)
     store = project.store(run_id)
     rules = project.rules()
-    commit = plumbing.rev_parse(project.root, project.revision or "HEAD")
+    revision = project.revision or "HEAD"
+    # Project.load holds the full sha it resolved the revision to: not resolved again
+    commit = revision if _FULL_SHA.fullmatch(revision) else plumbing.rev_parse(project.root,
+                                                                               revision)
     if not (resume and store.manifest() is not None):
         store.write_manifest(command=command, commit=commit, rules_digests=rules.digests(),
                              config=project.config)

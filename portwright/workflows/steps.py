@@ -61,7 +61,11 @@ def node(name: Node) -> Callable[[Body], NodeFn]:
     failure it raises ends the run ``blocked`` with the reason, never a crash."""
 
     def wrap(fn: Body) -> NodeFn:
-        @functools.wraps(fn)
+        # the body's name and docstring, not its ``__wrapped__`` or string annotations:
+        # LangGraph reads a node's signature and hints and walks the code of whatever it
+        # wraps for subgraphs when it builds the graph; the wrapper's own are all it needs
+        @functools.wraps(fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"),
+                         updated=())
         def run(state: CycleState, *, runtime: Runtime[RunContext]) -> Update:
             started = datetime.now(UTC)
             emit("node_started", node=name.value)
@@ -78,9 +82,14 @@ def node(name: Node) -> Callable[[Body], NodeFn]:
                 update.get("status", state.status)))
             return update
 
+        del run.__wrapped__
+        run.__annotations__ = _NODE_HINTS
         return run
 
     return wrap
+
+
+_NODE_HINTS = {"state": CycleState, "runtime": Runtime[RunContext], "return": Update}
 
 
 def with_run_context(runtime: Runtime[RunContext], row: str) -> Runtime[RunContext]:
