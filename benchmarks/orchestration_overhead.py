@@ -17,7 +17,8 @@ and splits each run's wall time (from ``driver.start`` to its return) into:
   prompts, spec, records.
 
 Also reported per run: the subprocesses the framework started (git, by command) and their
-wall time, every checkpoint write's time (p50, p90), the overhead per graph node, the
+wall time, every checkpoint write's time (p50, p90; ``checkpoint_s`` adds the pending writes
+LangGraph saves after each node), the overhead per graph node, the
 process's CPU time, and the machine's load average (other users of the machine make wall
 times noisy: compare runs interleaved, not across hours). Importing portwright before a
 run (``imports_s``) is reported apart: it is paid once per process, before any run.
@@ -142,9 +143,10 @@ def _per_node(timeline: list[dict[str, Any]], sandbox: Timed) -> dict[str, float
 
 
 @contextlib.contextmanager
-def _instrumented(replay: Any, model: Timed, checkpoint: Timed, sandbox: Timed
-                  ) -> Iterator[None]:
-    """Time the model client, checkpoint writes and the sandbox's interface."""
+def _instrumented(replay: Any, model: Timed, checkpoint: Timed, writes: Timed,
+                  sandbox: Timed) -> Iterator[None]:
+    """Time the model client, checkpoint writes (checkpoints and the pending writes of
+    each node) and the sandbox's interface."""
     import portwright.sandboxes as sandboxes
     from portwright.sandboxes.common import SandboxBase
     from portwright.workflows import driver
@@ -156,6 +158,7 @@ def _instrumented(replay: Any, model: Timed, checkpoint: Timed, sandbox: Timed
     def timed_checkpointer(project: Any) -> Iterator[Any]:
         with original_open(project) as saver:
             saver.put = checkpoint.wrap(saver.put)
+            saver.put_writes = writes.wrap(saver.put_writes)
             yield saver
 
     patched: list[tuple[Any, str, Any]] = [
@@ -191,11 +194,11 @@ def one_run(scratch: Path, number: int) -> dict[str, Any]:
     example = build(scratch / f"run-{number}")
     os.environ["PORTWRIGHT_STATE_DIR"] = str(scratch / f"state-{number}")
     project = Project.load(example.downstream, at="HEAD")
-    model, checkpoint, sandbox = Timed(), Timed(), Timed()
+    model, checkpoint, writes, sandbox = Timed(), Timed(), Timed(), Timed()
     replay = ReplayModel(CASSETTE)
     processes = Subprocesses()
     load_before = os.getloadavg()[0]
-    with _instrumented(replay, model, checkpoint, sandbox), processes.counting():
+    with _instrumented(replay, model, checkpoint, writes, sandbox), processes.counting():
         cpu, began = time.process_time(), time.perf_counter()
         result = driver.start(project, ROW, lambda event: None, run_id=f"bench-{number}",
                               client=replay)
@@ -213,7 +216,8 @@ def one_run(scratch: Path, number: int) -> dict[str, Any]:
             "git_s": round(sum(processes.seconds[k] for k in git), 3),
             "subprocesses": dict(processes.count.most_common()),
             "checkpoint_writes": len(checkpoint.seconds),
-            "checkpoint_s": round(sum(checkpoint.seconds), 3),
+            "checkpoint_s": round(sum(checkpoint.seconds) + sum(writes.seconds), 3),
+            "pending_writes": len(writes.seconds),
             "checkpoint_ms": [round(1000 * s, 3) for s in checkpoint.seconds],
             "overhead_by_node_s": _per_node(result.values["timeline"], sandbox)}
 
