@@ -2,156 +2,279 @@
 
 Runs the demo — the whole port cycle on the rmsnorm → rmsnorm-cpp example's missing row,
 agents replayed from ``examples/rmsnorm/demo.cassette.jsonl``, gates in the Docker
-sandbox — in-process, ``--repeat`` times, and splits each run's wall time into:
+sandbox — ``--repeat`` times, each run in a fresh interpreter (as ``portwright run`` is:
+no run profits from another's warm caches, lazily imported modules or compiled graph),
+and splits each run's wall time (from ``driver.start`` to its return) into:
 
-* **sandbox**: time inside sandbox commands (the evidence records' durations: every gate
-  command) plus starting the run's container;
+* **sandbox**: time spent inside the sandbox's own interface — choosing the backend
+  (the engine's ping), opening it (image check, handing the worktree over, creating and
+  starting the container, setup commands), every command it runs (the gates' and the
+  agents' alike, with the per-command cleanup: leftover processes reaped, set-id bits
+  swept) and closing it (removing the container, giving the worktree back);
 * **model**: time inside the model client (replay: nearly zero);
-* **overhead**: the rest — graph, checkpoints, git, evidence engines, spec, records.
+* **overhead**: the rest — portwright's own work: the graph, checkpoints, host-side git
+  (worktree, snapshots of the tree before each gate, commits, diffs), evidence engines,
+  prompts, spec, records.
 
-It also times every checkpoint write (p50, p90). Goal: overhead ≤ 5 % of the wall time.
-Writes ``benchmarks/results/orchestration_overhead.json``.
+Also reported per run: the subprocesses the framework started (git, by command) and their
+wall time, every checkpoint write's time (p50, p90; ``checkpoint_s`` adds the pending writes
+LangGraph saves after each node), the overhead per graph node, the
+process's CPU time, and the machine's load average (other users of the machine make wall
+times noisy: compare runs interleaved, not across hours). Importing portwright before a
+run (``imports_s``) is reported apart: it is paid once per process, before any run.
+Goal: overhead ≤ 5 % of the wall time. Writes ``benchmarks/results/orchestration_overhead.json``.
 
-    python benchmarks/orchestration_overhead.py [--repeat 3]
+    python benchmarks/orchestration_overhead.py [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples" / "rmsnorm"))
-
 ROW = "rmsnorm-fused-residual"
 CASSETTE = ROOT / "examples" / "rmsnorm" / "demo.cassette.jsonl"
+RESULT = ROOT / "benchmarks" / "results" / "orchestration_overhead.json"
 
 
 class Timed:
-    """Accumulates wall time of wrapped calls."""
+    """Accumulates wall time of wrapped calls; calls nested in a measured one (a sandbox
+    running its setup commands while it opens) are not counted twice."""
 
     def __init__(self) -> None:
         self.seconds: list[float] = []
+        self.spans: list[tuple[datetime, datetime]] = []
+        self._depth = threading.local()
 
     @contextlib.contextmanager
     def measure(self) -> Iterator[None]:
-        start = time.perf_counter()
+        depth = getattr(self._depth, "value", 0)
+        self._depth.value = depth + 1
+        start, began = time.perf_counter(), datetime.now(UTC)
         try:
             yield
         finally:
-            self.seconds.append(time.perf_counter() - start)
+            self._depth.value = depth
+            if depth == 0:
+                self.seconds.append(time.perf_counter() - start)
+                self.spans.append((began, datetime.now(UTC)))
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            with self.measure():
+                return fn(*args, **kwargs)
+
+        return timed
+
+
+class Subprocesses:
+    """Every subprocess started while counting: how many per command, and their wall time
+    (start to reaped)."""
+
+    def __init__(self) -> None:
+        self.count: collections.Counter[str] = collections.Counter()
+        self.seconds: collections.Counter[str] = collections.Counter()
+
+    @staticmethod
+    def key(args: Any) -> str:
+        argv = [str(a) for a in ([args] if isinstance(args, str | bytes) else args)]
+        if argv and Path(argv[0]).name == "git":
+            rest = argv[3:] if argv[1:2] == ["-C"] else argv[1:]
+            words = [w for w in rest if not w.startswith("-")][:1]
+            return " ".join(["git", *words])
+        return Path(argv[0]).name if argv else "?"
+
+    @contextlib.contextmanager
+    def counting(self) -> Iterator[None]:
+        popen = subprocess.Popen
+        original_init, original_wait = popen.__init__, popen.wait
+        counter = self
+
+        def init(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
+            self._bench_key, self._bench_start = counter.key(args), time.perf_counter()
+            counter.count[self._bench_key] += 1
+            original_init(self, args, *rest, **kwargs)
+
+        def wait(self: Any, timeout: float | None = None) -> int:
+            code: int = original_wait(self, timeout)
+            start = getattr(self, "_bench_start", None)
+            if start is not None:
+                counter.seconds[self._bench_key] += time.perf_counter() - start
+                self._bench_start = None
+            return code
+
+        popen.__init__ = init  # type: ignore[method-assign]
+        popen.wait = wait  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            popen.__init__ = original_init  # type: ignore[method-assign]
+            popen.wait = original_wait  # type: ignore[method-assign]
+
+
+def _overlap(span: tuple[datetime, datetime], spans: list[tuple[datetime, datetime]]) -> float:
+    a, b = span
+    return sum(max(0.0, (min(b, y) - max(a, x)).total_seconds()) for x, y in spans)
+
+
+def _per_node(timeline: list[dict[str, Any]], sandbox: Timed) -> dict[str, float]:
+    """Overhead (wall minus sandbox) of each node of the run, summed over its visits."""
+    out: dict[str, float] = collections.defaultdict(float)
+    for step in timeline:
+        span = (datetime.fromisoformat(step["started"]), datetime.fromisoformat(step["finished"]))
+        wall = (span[1] - span[0]).total_seconds()
+        out[step["node"]] += wall - _overlap(span, sandbox.spans)
+    return {node: round(seconds, 3) for node, seconds in out.items()}
+
+
+@contextlib.contextmanager
+def _instrumented(replay: Any, model: Timed, checkpoint: Timed, writes: Timed,
+                  sandbox: Timed) -> Iterator[None]:
+    """Time the model client, checkpoint writes (checkpoints and the pending writes of
+    each node) and the sandbox's interface."""
+    import portwright.sandboxes as sandboxes
+    from portwright.sandboxes.common import SandboxBase
+    from portwright.workflows import driver
+
+    replay.complete = model.wrap(replay.complete)
+    original_open = driver.open_checkpointer
+
+    @contextlib.contextmanager
+    def timed_checkpointer(project: Any) -> Iterator[Any]:
+        with original_open(project) as saver:
+            saver.put = checkpoint.wrap(saver.put)
+            saver.put_writes = writes.wrap(saver.put_writes)
+            yield saver
+
+    patched: list[tuple[Any, str, Any]] = [
+        (driver, "open_checkpointer", timed_checkpointer),
+        (sandboxes, "open_sandbox", sandbox.wrap(sandboxes.open_sandbox)),
+        (SandboxBase, "__enter__", sandbox.wrap(SandboxBase.__enter__)),
+        (SandboxBase, "exec", sandbox.wrap(SandboxBase.exec)),
+        (SandboxBase, "__exit__", sandbox.wrap(SandboxBase.__exit__)),
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
+    for owner, name, value in patched:
+        setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
 
 
 def one_run(scratch: Path, number: int) -> dict[str, Any]:
+    """One run of the demo in this (fresh) process."""
+    began_imports = time.perf_counter()
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "examples" / "rmsnorm"))
     from build import build
 
     from portwright.agents.offline import ReplayModel
     from portwright.project import Project
-    from portwright.sandboxes import docker as docker_backend
     from portwright.workflows import driver
     from portwright.workflows.state import RunStatus
 
+    imports = time.perf_counter() - began_imports
     example = build(scratch / f"run-{number}")
     os.environ["PORTWRIGHT_STATE_DIR"] = str(scratch / f"state-{number}")
     project = Project.load(example.downstream, at="HEAD")
-
-    model_time, checkpoint_time, start_time = Timed(), Timed(), Timed()
+    model, checkpoint, writes, sandbox = Timed(), Timed(), Timed(), Timed()
     replay = ReplayModel(CASSETTE)
-    original_complete = replay.complete
-
-    def complete(request: Any) -> Any:
-        with model_time.measure():
-            return original_complete(request)
-
-    replay.complete = complete  # type: ignore[method-assign]
-
-    original_open = driver.open_checkpointer
-
-    @contextlib.contextmanager
-    def timed_checkpointer(proj: Project) -> Iterator[Any]:
-        with original_open(proj) as saver:
-            put = saver.put
-
-            def timed_put(*args: Any, **kwargs: Any) -> Any:
-                with checkpoint_time.measure():
-                    return put(*args, **kwargs)
-
-            saver.put = timed_put  # type: ignore[method-assign]
-            yield saver
-
-    original_start = docker_backend.DockerSandbox._start
-
-    def timed_start(self: Any) -> None:
-        with start_time.measure():
-            original_start(self)
-
-    driver.open_checkpointer = timed_checkpointer  # type: ignore[assignment]
-    docker_backend.DockerSandbox._start = timed_start  # type: ignore[method-assign]
-    try:
-        began = time.perf_counter()
+    processes = Subprocesses()
+    load_before = os.getloadavg()[0]
+    with _instrumented(replay, model, checkpoint, writes, sandbox), processes.counting():
+        cpu, began = time.process_time(), time.perf_counter()
         result = driver.start(project, ROW, lambda event: None, run_id=f"bench-{number}",
                               client=replay)
-        wall = time.perf_counter() - began
-    finally:
-        driver.open_checkpointer = original_open
-        docker_backend.DockerSandbox._start = original_start  # type: ignore[method-assign]
+        wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     if result.status is not RunStatus.DONE:
         raise SystemExit(f"the run did not finish: {result.status}: {result.values['reason']}")
-    records = project.store(f"bench-{number}").records()
-    commands = sum(r.duration for r in records if not r.command.startswith("check:"))
-    sandbox = commands + sum(start_time.seconds)
-    model = sum(model_time.seconds)
-    return {"wall_s": round(wall, 3), "sandbox_s": round(sandbox, 3),
-            "sandbox_commands_s": round(commands, 3),
-            "container_start_s": round(sum(start_time.seconds), 3),
-            "model_s": round(model, 4), "overhead_s": round(wall - sandbox - model, 3),
-            "overhead_pct": round(100 * (wall - sandbox - model) / wall, 2),
-            "checkpoint_writes": len(checkpoint_time.seconds),
-            "checkpoint_ms": [round(1000 * s, 3) for s in checkpoint_time.seconds]}
+    spent = sum(sandbox.seconds) + sum(model.seconds)
+    git = {k: v for k, v in processes.count.items() if k.startswith("git")}
+    return {"wall_s": round(wall, 3), "sandbox_s": round(sum(sandbox.seconds), 3),
+            "model_s": round(sum(model.seconds), 4), "overhead_s": round(wall - spent, 3),
+            "overhead_pct": round(100 * (wall - spent) / wall, 2),
+            "process_cpu_s": round(cpu, 3), "imports_s": round(imports, 3),
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            "git_processes": sum(git.values()),
+            "git_s": round(sum(processes.seconds[k] for k in git), 3),
+            "subprocesses": dict(processes.count.most_common()),
+            "checkpoint_writes": len(checkpoint.seconds),
+            "checkpoint_s": round(sum(checkpoint.seconds) + sum(writes.seconds), 3),
+            "pending_writes": len(writes.seconds),
+            "checkpoint_ms": [round(1000 * s, 3) for s in checkpoint.seconds],
+            "overhead_by_node_s": _per_node(result.values["timeline"], sandbox)}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="portwright-bench-") as scratch:
-        for number in range(args.repeat):
-            runs.append(one_run(Path(scratch), number))
-            run = runs[-1]
-            print(f"run {number + 1}: wall {run['wall_s']:.2f} s = sandbox "
-                  f"{run['sandbox_s']:.2f} s + model {run['model_s']:.3f} s + overhead "
-                  f"{run['overhead_s']:.2f} s ({run['overhead_pct']:.1f} %)")
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     writes = [ms for run in runs for ms in run["checkpoint_ms"]]
-    summary = {
-        "wall_s_median": statistics.median(r["wall_s"] for r in runs),
-        "overhead_s_median": statistics.median(r["overhead_s"] for r in runs),
-        "overhead_pct_median": statistics.median(r["overhead_pct"] for r in runs),
-        "model_s_median": statistics.median(r["model_s"] for r in runs),
+
+    def median(key: str) -> float:
+        return round(statistics.median(r[key] for r in runs), 4)
+
+    return {
+        **{f"{key}_median": median(key) for key in (
+            "wall_s", "sandbox_s", "model_s", "overhead_s", "overhead_pct", "process_cpu_s",
+            "git_processes", "git_s", "checkpoint_s", "imports_s")},
         "checkpoint_write_ms_p50": round(statistics.median(writes), 3),
         "checkpoint_write_ms_p90": round(sorted(writes)[int(0.9 * (len(writes) - 1))], 3),
         "goal_overhead_pct": 5.0,
     }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--no-write", action="store_true",
+                        help="print the figures, do not write the result file")
+    args = parser.parse_args()
+    if args.one is not None:  # a child: one run, its figures as the last line
+        print(json.dumps(one_run(args.scratch, args.one)))
+        return 0
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="portwright-bench-") as scratch:
+        for number in range(args.repeat):
+            done = subprocess.run([sys.executable, __file__, "--one", str(number), "--scratch",
+                                   scratch], capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                sys.stderr.write(done.stdout + done.stderr)
+                return done.returncode
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            run = runs[-1]
+            print(f"run {number + 1}: wall {run['wall_s']:.2f} s = sandbox "
+                  f"{run['sandbox_s']:.2f} s + model {run['model_s']:.3f} s + overhead "
+                  f"{run['overhead_s']:.2f} s ({run['overhead_pct']:.1f} %); "
+                  f"{run['git_processes']} git processes ({run['git_s']:.2f} s); "
+                  f"load {run['load_average'][0]:.1f}")
+    summary = _summary(runs)
     print(f"median: wall {summary['wall_s_median']:.2f} s, overhead "
           f"{summary['overhead_s_median']:.2f} s ({summary['overhead_pct_median']:.1f} %); "
           f"checkpoint write p50 {summary['checkpoint_write_ms_p50']:.2f} ms, p90 "
-          f"{summary['checkpoint_write_ms_p90']:.2f} ms")
-    out = ROOT / "benchmarks" / "results" / "orchestration_overhead.json"
-    out.write_text(json.dumps({"machine": {"python": platform.python_version(),
-                                           "cpus": os.cpu_count()},
-                               "summary": summary, "runs": runs}, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+          f"{summary['checkpoint_write_ms_p90']:.2f} ms; imports before the run "
+          f"{summary['imports_s_median']:.2f} s")
+    if not args.no_write:
+        RESULT.write_text(json.dumps({"machine": {"python": platform.python_version(),
+                                                  "cpus": os.cpu_count()},
+                                      "summary": summary, "runs": runs}, indent=2) + "\n")
+        print(f"wrote {RESULT.relative_to(ROOT)}")
     return 0
 
 

@@ -32,6 +32,9 @@ OWN: dict[str, str] = {
     "PORTWRIGHT_REFUSE_REAL_MODELS": "refuse requests to real model endpoints (tests)",
     "PORTWRIGHT_REQUIRE_ENGINE": "a missing Docker engine or bubblewrap fails the tests",
     "PORTWRIGHT_HOME": "reserved",
+    "PORTWRIGHT_REPO": "the downstream repository of a graph a LangGraph server drives "
+                       "(`langgraph dev`)",
+    "PORTWRIGHT_REPLAY": "the cassette such a graph plays the model from",
 }
 """Variables portwright reads itself, with what each means."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import logging
+import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -55,12 +56,37 @@ class Excerpt(BaseModel):
 
 def cite(repo: Path, rev: str, path: str, start: int, end: int, *,
          side: str = "upstream", why: str = "") -> Excerpt:
-    """The lines ``start``-``end`` of ``path`` at ``rev`` in the repository at ``repo``,
-    numbered."""
-    data = plumbing.show(repo, rev, path)
+    """The lines ``start``-``end`` of ``path`` at ``rev``, numbered."""
+    return _excerpt(_file_text(repo, rev, path), rev, path, start, end, side=side, why=why)
+
+
+_FULL_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def _file_text(repo: Path, rev: str, path: str) -> str:
+    """Text of ``path`` at ``rev``; read once per process when ``rev`` is a full sha (the
+    content is then fixed by the sha itself, whatever repository holds it)."""
+    where = str(repo)
+    if _FULL_SHA.fullmatch(rev):
+        return _file_at_sha(where, rev, path)
+    return _show(where, rev, path)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_at_sha(repo: str, sha: str, path: str) -> str:
+    return _show(repo, sha, path)
+
+
+def _show(repo: str, rev: str, path: str) -> str:
+    data = plumbing.show(Path(repo), rev, path)
     if data is None:
         raise ToolError(f"{path} does not exist at {rev[:12]}")
-    lines = data.decode("utf-8", "surrogateescape").splitlines()
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _excerpt(text: str, rev: str, path: str, start: int, end: int, *, side: str,
+             why: str) -> Excerpt:
+    lines = text.splitlines()
     last = min(end, len(lines))
     body = "\n".join(f"{n:>6}\t{lines[n - 1]}" for n in range(max(start, 1), last + 1))
     at = f"@{rev[:12]}" if side == "upstream" else ""
@@ -71,7 +97,8 @@ def cite(repo: Path, rev: str, path: str, start: int, end: int, *,
 def cite_around(repo: Path, rev: str, hits: Sequence[tuple[str, int]], *,
                 before: int = 3, after: int = 12, side: str = "upstream", why: str = ""
                 ) -> list[Excerpt]:
-    """Excerpts around each ``(path, line)`` hit, overlapping ranges of a file merged."""
+    """Excerpts around each ``(path, line)`` hit, overlapping ranges of a file merged; each
+    file read once."""
     ranges: dict[str, list[list[int]]] = {}
     order = {path: i for i, (path, _) in reversed(list(enumerate(hits)))}
     for path, line in sorted(hits, key=lambda hit: (order[hit[0]], hit[1])):
@@ -81,8 +108,12 @@ def cite_around(repo: Path, rev: str, hits: Sequence[tuple[str, int]], *,
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
-    return [cite(repo, rev, path, start, end, side=side, why=why)
-            for path, spans in ranges.items() for start, end in spans]
+    out: list[Excerpt] = []
+    for path, spans in ranges.items():
+        text = _file_text(repo, rev, path)
+        out += [_excerpt(text, rev, path, start, end, side=side, why=why)
+                for start, end in spans]
+    return out
 
 
 def within_ceiling(excerpts: list[Excerpt], tokens: int) -> tuple[list[Excerpt], list[str]]:

@@ -16,6 +16,7 @@ links either.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import posixpath
@@ -597,9 +598,17 @@ class Tool:
     writes: bool = False
 
     def spec(self) -> ToolSpec:
-        schema = self.args.model_json_schema()
-        schema.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        return ToolSpec(name=self.name, description=self.description,
+                        parameters=json.loads(_schema(self.args)))
+
+
+@functools.cache
+def _schema(args: type[BaseModel]) -> str:
+    """The JSON schema of a tool's arguments (without its title), worked out once per
+    process: a model class does not change while the process runs."""
+    schema = args.model_json_schema()
+    schema.pop("title", None)
+    return json.dumps(schema)
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (

@@ -222,6 +222,8 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
     modified and untracked files (ignored ones excepted), written through a private index so
     the worktree's own index is untouched; ``dirty`` when it differs from HEAD's tree."""
     head, head_tree = git(repo, "rev-parse", "HEAD", "HEAD^{tree}").decode().split()
+    if not _changed(repo):  # what the private index would hold is HEAD's tree itself
+        return head, head_tree, False
     with tempfile.TemporaryDirectory(prefix="portwright-index-") as folder:
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(folder) / "index")}
         for args in (("read-tree", "HEAD"), ("add", "-A", "--", "."), ("write-tree",)):
@@ -233,3 +235,12 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
                                       fix="check the worktree is a readable git checkout")
     tree = done.stdout.decode().strip()
     return head, tree, tree != head_tree
+
+
+def _changed(repo: Path) -> bool:
+    """Whether the worktree differs from HEAD in anything :func:`snapshot` would write:
+    a staged, modified, deleted or untracked (not ignored) file, or a submodule whose
+    checkout moved (``dirty``: its work tree is not looked into, as no host git does)."""
+    done = run(repo, "--no-optional-locks", "status", "--porcelain", "-z",
+               "--untracked-files=all", "--ignore-submodules=dirty")
+    return done.returncode != 0 or bool(done.stdout)

@@ -80,9 +80,8 @@ def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
              if (not include or match_any(p, include)) and not match_any(p, exclude or [])]
     if paths:
         plumbing.git(worktree, "add", "--all", "--", *(f":(literal){p}" for p in paths))
-    staged = plumbing.run(worktree, "diff", "--cached", "--quiet").returncode != 0
-    if not staged and not allow_empty:
-        return None
+    if not allow_empty and plumbing.run(worktree, "diff", "--cached", "--quiet").returncode == 0:
+        return None  # nothing staged
     body = f"{message}\n\n{RUN_TRAILER}: {run_id}\n{STEP_TRAILER}: {step}\n"
     env = {**os.environ, **{k: v for k, v in _IDENTITY.items() if k not in os.environ}}
     done = plumbing.run(worktree, "commit", "--quiet", "--no-verify", "--allow-empty",

@@ -12,13 +12,14 @@ state.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from portwright.errors import RepositoryError
 from portwright.project import Project
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from portwright.sandboxes.base import Sandbox
 
 logger = logging.getLogger(__name__)
+
+_FULL_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 INTERRUPTED = "interrupted"
 """File written into a run's folder when the run was stopped by a signal (Ctrl-C)."""
@@ -114,6 +117,18 @@ class RunContext:
         return self._budget
 
 
+RUN_SOURCE = "__portwright_run__"
+"""Key of the graph's ``configurable`` under which a server-driven graph carries its
+:class:`RunSource` (``__``: LangGraph keeps it out of checkpoint metadata and traces)."""
+
+
+class RunSource(Protocol):
+    """Where a graph that a server drives (``langgraph dev``, Studio) gets its run context:
+    opened for the run's row on the first node that needs it."""
+
+    def context(self, row: str) -> RunContext: ...
+
+
 def _reap_dead_sandboxes(run_id: str) -> None:
     """Containers this run left when its process died (a killed run being resumed):
     removed, so a resumed run never has two. Best effort: an engine that does not answer
@@ -153,7 +168,10 @@ def open_run(
     run_id = run_id or new_run_id(prefix)
     store = project.store(run_id)
     rules = project.rules()
-    commit = plumbing.rev_parse(project.root, project.revision or "HEAD")
+    revision = project.revision or "HEAD"
+    # Project.load holds the full sha it resolved the revision to: not resolved again
+    commit = revision if _FULL_SHA.fullmatch(revision) else plumbing.rev_parse(project.root,
+                                                                               revision)
     if not (resume and store.manifest() is not None):
         store.write_manifest(command=command, commit=commit, rules_digests=rules.digests(),
                              config=project.config)

@@ -106,8 +106,8 @@ def _end_blocked(state: CycleState, *, runtime: Runtime[RunContext]) -> Update:
 
 @functools.cache
 def build_cycle() -> StateGraph[CycleState, RunContext, CycleState, CycleState]:
-    """The uncompiled graph (Temporal's plugin and ``langgraph.json`` take it as is); built
-    once per process."""
+    """The uncompiled graph (Temporal's plugin takes it as is; ``langgraph.json``'s factory
+    in :mod:`portwright.workflows.studio` compiles it); built once per process."""
     graph: StateGraph[CycleState, RunContext, CycleState, CycleState] = StateGraph(
         CycleState, context_schema=RunContext)
     retry = RetryPolicy(max_attempts=2, retry_on=OSError)

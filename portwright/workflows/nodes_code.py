@@ -21,6 +21,7 @@ from portwright.vcs.worktree import commit_step, head, reset_to_head
 from portwright.workflows.context import RunContext
 from portwright.workflows.state import CycleState, Node
 from portwright.workflows.steps import (
+    SURFACE,
     Update,
     blocked,
     bump,
@@ -51,7 +52,7 @@ def test_globs(ctx: RunContext) -> list[str]:
 
 
 def _excerpts(ctx: RunContext, state: CycleState, *, tests: bool) -> list[Excerpt]:
-    report = SurfaceReport.model_validate(load(ctx, "surface.json"))
+    report = SurfaceReport.model_validate(load(ctx, SURFACE))
     hits: list[tuple[str, int]] = []
     anchors = [i.anchor for i in report.items if (i.kind == "test") == tests]
     for anchor in ([] if tests else [report.definition]) + anchors:

@@ -34,6 +34,7 @@ from portwright.workflows.context import RunContext
 from portwright.workflows.nodes_code import test_globs
 from portwright.workflows.state import CycleState, Node, RunStatus
 from portwright.workflows.steps import (
+    SURFACE,
     Update,
     blocked,
     emit,
@@ -53,7 +54,7 @@ def reconcile(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     ctx = runtime.context
     root, config = ctx.project.root, ctx.project.config
     reset_to_head(root)
-    report = SurfaceReport.model_validate(load(ctx, "surface.json"))
+    report = SurfaceReport.model_validate(load(ctx, SURFACE))
     definition = report.definition.rsplit("@", 1)[0]
     tests_anchor = next((i.anchor.rsplit("@", 1)[0] for i in report.items if i.kind == "test"),
                         definition)

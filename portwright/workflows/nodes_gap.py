@@ -10,6 +10,7 @@ from portwright.agents.evidence import gap_source
 from portwright.agents.roles import gap_verifier
 from portwright.agents.tools import EvidenceSources
 from portwright.evidence.gap import row_evidence
+from portwright.evidence.surfacemodels import SurfaceReport
 from portwright.parity.ledger import LedgerKind, add_entry, load_ledger
 from portwright.parity.matrix import find_row, spec_path, update_row
 from portwright.parity.pin import read_pin
@@ -17,7 +18,16 @@ from portwright.vcs import plumbing
 from portwright.vcs.worktree import branch_name, commit_step, reset_to_head
 from portwright.workflows.context import RunContext
 from portwright.workflows.state import CycleState, Node, RunStatus
-from portwright.workflows.steps import Update, blocked, emit, node, run_role, save, workspace
+from portwright.workflows.steps import (
+    SURFACE,
+    Update,
+    blocked,
+    emit,
+    node,
+    run_role,
+    save,
+    workspace,
+)
 
 
 def _is_path(item: str) -> bool:
@@ -37,11 +47,14 @@ def prepare(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     upstream = ctx.project.upstream()
     pin = plumbing.rev_parse(upstream, read_pin(root, config))
     target = plumbing.rev_parse(upstream, state.target or config.upstream.branch)
-    symbol = next((s for s in symbols if _defined(upstream, s, target, ctx)), None)
-    if symbol is None:
+    found = next((r for r in (_surface(upstream, s, target, ctx) for s in symbols)
+                  if r is not None), None)
+    if found is None:
         return blocked(f"none of the row's upstream names ({', '.join(symbols)}) is defined "
                        f"upstream at {target[:12]} ({config.upstream.branch}); put the "
                        "function or class it ports first in the row's Upstream column")
+    save(ctx, SURFACE, found)  # enumerate_surface classifies it without enumerating again
+    symbol = found.symbol
     spec = spec_path(root, row) or f"{config.artifacts.specs.rstrip('/')}/{row.id}.md"
     emit("prepared", row=row.id, symbols=symbols, pin=pin, target=target)
     return {"run_id": ctx.run_id, "base": ctx.commit, "branch": branch_name(ctx.run_id),
@@ -49,16 +62,16 @@ def prepare(state: CycleState, runtime: Runtime[RunContext]) -> Update:
             "spec_path": spec}
 
 
-def _defined(upstream: Path, symbol: str, rev: str, ctx: RunContext) -> bool:
+def _surface(upstream: Path, symbol: str, rev: str, ctx: RunContext) -> SurfaceReport | None:
+    """The surface of ``symbol`` at ``rev``; None when upstream does not define it there."""
     from portwright.errors import PortwrightError
     from portwright.evidence.surface import enumerate_surface
 
     try:
-        enumerate_surface(upstream, symbol, rev,
-                          path_kinds=ctx.project.config.upstream.path_kinds)
+        return enumerate_surface(upstream, symbol, rev,
+                                 path_kinds=ctx.project.config.upstream.path_kinds)
     except PortwrightError:
-        return False
-    return True
+        return None
 
 
 @node(Node.VERIFY_GAP)

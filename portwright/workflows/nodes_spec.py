@@ -31,6 +31,7 @@ from portwright.workflows.approvals import (
 from portwright.workflows.context import RunContext
 from portwright.workflows.state import CycleState, Node
 from portwright.workflows.steps import (
+    SURFACE,
     Update,
     blocked,
     bump,
@@ -47,6 +48,14 @@ from portwright.workflows.steps import (
 
 
 def _surface(ctx: RunContext, state: CycleState) -> SurfaceReport:
+    """The surface ``prepare`` enumerated for the row's symbol at the target, or enumerated
+    now when the run's folder does not hold it (a run prepared before it was kept)."""
+    try:
+        kept = SurfaceReport.model_validate(load(ctx, SURFACE))
+    except (OSError, ValueError):
+        kept = None
+    if kept is not None and kept.symbol == state.symbol and kept.rev == state.target:
+        return kept
     return enumerate_surface(ctx.project.upstream(), state.symbol, state.target,
                              path_kinds=ctx.project.config.upstream.path_kinds)
 
@@ -60,7 +69,7 @@ def enumerate_surface_node(state: CycleState, runtime: Runtime[RunContext]) -> U
     if exhausted:
         return {**counted, **blocked(exhausted)}
     report = _surface(ctx, state)
-    save(ctx, "surface.json", report)
+    save(ctx, SURFACE, report)
     context = enumerator.context_from_surface(
         report, ctx.project.upstream(), rules_prose=ctx.rules.prose_for(None),
         row=state.row, questions=ctx.rules.spec.questions, feedback=state.feedback)
@@ -78,7 +87,7 @@ def write_spec(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     commit."""
     ctx = runtime.context
     root = ctx.project.root
-    report = SurfaceReport.model_validate(load(ctx, "surface.json"))
+    report = SurfaceReport.model_validate(load(ctx, SURFACE))
     classes = SurfaceClassification.model_validate(load(ctx, "classification.json"))
     by_label = {i.item: i for i in classes.items}
     from portwright.agents.evidence import candidate_labels

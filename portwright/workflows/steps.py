@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from langgraph.config import get_stream_writer
+from langgraph.config import get_config, get_stream_writer
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
@@ -22,9 +22,9 @@ from portwright.agents.loop import AgentOutcome
 from portwright.agents.roles.base import Role, RoleContext
 from portwright.agents.tools import EvidenceSources, Workspace
 from portwright.agents.transcript import Transcript, read_transcript
-from portwright.errors import PortwrightError, UnsafePath
+from portwright.errors import PortwrightError, UnsafePath, UsageError
 from portwright.gates.models import GateResult
-from portwright.workflows.context import RunContext
+from portwright.workflows.context import RUN_SOURCE, RunContext, RunSource
 from portwright.workflows.state import CycleState, GateRef, Node, RunStatus, Step
 
 logger = logging.getLogger(__name__)
@@ -42,6 +42,9 @@ R = TypeVar("R", bound=BaseModel)
 
 FILE_CAP = 4 * 1024 * 1024
 """Largest worktree file a node reads back (a spec, a matrix)."""
+SURFACE = "surface.json"
+"""The upstream surface of the row's symbol at the target, in the run's folder: enumerated
+once, by ``prepare``, which must find the symbol defined there anyway."""
 
 
 def emit(event: str, **data: Any) -> None:
@@ -58,12 +61,16 @@ def node(name: Node) -> Callable[[Body], NodeFn]:
     failure it raises ends the run ``blocked`` with the reason, never a crash."""
 
     def wrap(fn: Body) -> NodeFn:
-        @functools.wraps(fn)
+        # the body's name and docstring, not its ``__wrapped__`` or string annotations:
+        # LangGraph reads a node's signature and hints and walks the code of whatever it
+        # wraps for subgraphs when it builds the graph; the wrapper's own are all it needs
+        @functools.wraps(fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"),
+                         updated=())
         def run(state: CycleState, *, runtime: Runtime[RunContext]) -> Update:
             started = datetime.now(UTC)
             emit("node_started", node=name.value)
             try:
-                update = fn(state, runtime)
+                update = fn(state, with_run_context(runtime, state.row))
             except PortwrightError as exc:
                 logger.info("node %s failed: %s", name, exc)
                 update = blocked(f"{name.value}: {exc}")
@@ -75,9 +82,31 @@ def node(name: Node) -> Callable[[Body], NodeFn]:
                 update.get("status", state.status)))
             return update
 
+        del run.__wrapped__
+        run.__annotations__ = _NODE_HINTS
         return run
 
     return wrap
+
+
+_NODE_HINTS = {"state": CycleState, "runtime": Runtime[RunContext], "return": Update}
+
+
+def with_run_context(runtime: Runtime[RunContext], row: str) -> Runtime[RunContext]:
+    """``runtime`` with the run's context: the one the caller gave (``portwright run``,
+    the web page, a worker), else the one a server-driven graph carries in its config
+    (:data:`~portwright.workflows.context.RUN_SOURCE`, see :mod:`portwright.workflows.studio`)."""
+    if isinstance(runtime.context, RunContext):
+        return runtime
+    try:
+        source: RunSource | None = get_config().get("configurable", {}).get(RUN_SOURCE)
+    except RuntimeError:  # called outside a graph run
+        source = None
+    if source is None:
+        raise UsageError("the graph was run without a run context",
+                         fix="drive it with `portwright run`, or load it the way "
+                             "langgraph.json does (portwright/workflows/studio.py)")
+    return runtime.override(context=source.context(row))
 
 
 def blocked(reason: str) -> Update:

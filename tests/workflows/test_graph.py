@@ -16,8 +16,8 @@ def test_langgraph_json_names_a_graph_with_every_node() -> None:
     path, _, attr = spec.partition(":")
     module = importlib.import_module(path.removeprefix("./").removesuffix(".py")
                                      .replace("/", "."))
-    graph = getattr(module, attr)().compile()
-    drawn = graph.get_graph()
+    with getattr(module, attr)({"configurable": {"repo": str(ROOT)}}) as graph:
+        drawn = graph.get_graph()
     assert {n.value for n in Node} <= set(drawn.nodes)
     mermaid = drawn.draw_mermaid()
     assert "capture_red" in mermaid
