@@ -15,7 +15,8 @@ import pytest
 
 from portwright.config import PRConfig
 from portwright.errors import PortwrightError, PullRequestError, RateLimited, UsageError
-from portwright.vcs.pr import BODY_LIMIT, PRRequest, open_backend
+from portwright.vcs.pr import BODY_LIMIT, PRRequest
+from portwright.vcs.pr_backends import open_backend
 from tests.conftest import GitRepo
 from tests.pr.conftest import TOKEN
 from tests.pr.fake_github import FakeGitHub
