@@ -17,6 +17,7 @@
         ├── BudgetExhausted        tokens, cost, calls or wall time ran out
         ├── GateFailed             a gate did not pass
         ├── ModelError             the model endpoint failed after its retries
+        ├── TemporalUnavailable    the Temporal service does not answer: how to reach one
         └── SandboxError           the sandbox could not do what was asked
             ├── EngineUnavailable  no Docker engine / no bubblewrap: how to start one
             ├── ImageMissing       the sandbox image does not exist: how to build it
@@ -127,6 +128,15 @@ class GateFailed(RunFailure):
 
 class ModelError(RunFailure):
     """The model endpoint failed after its retries, or answered something unusable."""
+
+
+class TemporalUnavailable(RunFailure):
+    """The Temporal service of ``[temporal]`` does not answer (``portwright[temporal]``)."""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(message if fix is None else f"{message}\n  fix: {fix}")
 
 
 class SandboxError(RunFailure):

@@ -62,24 +62,43 @@ def _printer(as_json: bool) -> Any:
     return show
 
 
+def override_keys(model: str | None, sandbox: str | None,
+                   approve: str | None) -> dict[str, str]:
+    """The config settings a run's options change, as ``section.key`` → value."""
+    keys: dict[str, str] = {}
+    if model:
+        keys["model.name"] = model
+    if sandbox:
+        keys["sandbox.backend"] = sandbox
+    if approve:
+        policy = "never" if approve == "auto" else "always"
+        keys.update({"approvals.spec": policy, "approvals.advance": policy,
+                     "approvals.pr": policy})
+    return keys
+
+
 def _overrides(proj: Project, model: str | None, sandbox: str | None,
                approve: str | None) -> Project:
     from dataclasses import replace
 
-    config = proj.config
-    if model:
-        config = config.model_copy(update={"model": config.model.model_copy(
-            update={"name": model})})
-    if sandbox:
-        from portwright.config import SandboxBackend
+    from portwright.config import apply_overrides
 
-        config = config.model_copy(update={"sandbox": config.sandbox.model_copy(
-            update={"backend": SandboxBackend(sandbox)})})
-    if approve:
-        policy = "never" if approve == "auto" else "always"
-        config = config.model_copy(update={"approvals": config.approvals.model_copy(
-            update={"spec": policy, "advance": policy, "pr": policy})})
-    return replace(proj, config=config)
+    return replace(proj, config=apply_overrides(proj.config,
+                                                override_keys(model, sandbox, approve)))
+
+
+def check_options(proj: Project, approve: str | None, sandbox: str | None,
+                  overrides: dict[str, str]) -> None:
+    """Refuse run options that cannot work, before anything starts."""
+    from portwright.config import apply_overrides
+    from portwright.errors import UsageError
+
+    if approve not in (None, "auto", "ask"):
+        raise UsageError(f"--approve {approve!r}", key="--approve", fix="use auto or ask")
+    if sandbox not in (None, "auto", "docker", "bwrap", "local"):
+        raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
+                         fix="use auto, docker, bwrap or local")
+    apply_overrides(proj.config, overrides)
 
 
 def _finish(result: RunView, as_json: bool) -> None:
@@ -126,6 +145,9 @@ def run(
     record: Annotated[Path | None, typer.Option(
         help="Record every model call of the run into this cassette.")] = None,
     allow_local: AllowLocal = False,
+    engine: Annotated[str | None, typer.Option(
+        help="local: drive the run in this process; temporal: as a Temporal workflow on "
+        "`portwright worker` processes (default: [runs] engine).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Port one row: verified gap → surface → spec → tests seen red → implementation seen
@@ -133,12 +155,21 @@ def run(
     from portwright.errors import UsageError
     from portwright.workflows import driver
 
-    if approve not in (None, "auto", "ask"):
-        raise UsageError(f"--approve {approve!r}", key="--approve", fix="use auto or ask")
-    if sandbox not in (None, "auto", "docker", "bwrap", "local"):
-        raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
-                         fix="use auto, docker, bwrap or local")
-    proj = _overrides(project(committed=True), model, sandbox, approve)
+    if engine not in (None, "local", "temporal"):
+        raise UsageError(f"--engine {engine!r}", key="--engine", fix="use local or temporal")
+    committed = project(committed=True)
+    overrides = override_keys(model, sandbox, approve)
+    check_options(committed, approve, sandbox, overrides)
+    if (engine or committed.config.runs.engine) == "temporal":
+        from portwright.cli import dist
+        from portwright.workflows.context import new_run_id
+
+        asked = dist.request(committed, row, overrides, replay,
+                             allow_local or sandbox == "local")
+        _finish(dist.start(committed, asked, run_id or new_run_id("run"), _printer(as_json)),
+                as_json)
+        return
+    proj = _overrides(committed, model, sandbox, approve)
     result = driver.start(proj, row, _printer(as_json), run_id=run_id,
                           allow_local=allow_local or sandbox == "local", replay=replay,
                           record=record)
@@ -155,16 +186,49 @@ def resume(
     """Continue a run from its last checkpoint (after a crash, a kill, a reboot)."""
     from portwright.workflows import driver
 
-    result = driver.resume(project(committed=True), run_id, _printer(as_json),
+    proj = project(committed=True)
+    if _temporal(proj, run_id):
+        from portwright.errors import UsageError
+
+        raise UsageError(f"Temporal drives run {run_id}: its workers continue it by "
+                         "themselves", key="RUN",
+                         fix=f"start a worker (`portwright worker`); see `portwright status "
+                             f"{run_id}`")
+    result = driver.resume(proj, run_id, _printer(as_json),
                            allow_local=allow_local, replay=replay)
     _finish(result, as_json)
+
+
+def _temporal(proj: Project, run_id: str) -> bool:
+    """Whether Temporal drives the run (its run.json says which engine owns it)."""
+    manifest = proj.store(run_id).manifest()
+    return manifest is not None and manifest.engine == "temporal"
+
+
+def _view(proj: Project, run_id: str) -> RunView:
+    """Where a run stands, from whichever engine drives it."""
+    from portwright.workflows import driver
+    from portwright.workflows.driver import open_checkpointer
+
+    if _temporal(proj, run_id):
+        from portwright.cli import dist
+
+        return dist.view(proj, run_id)
+    with open_checkpointer(proj) as saver:
+        return driver.view(proj, run_id, saver)
 
 
 def _answer(run_id: str, decision: dict[str, Any], replay: Path | None, allow_local: bool,
             as_json: bool) -> None:
     from portwright.workflows import driver
 
-    result = driver.answer(project(committed=True), run_id, decision, _printer(as_json),
+    proj = project(committed=True)
+    if _temporal(proj, run_id):
+        from portwright.cli import dist
+
+        _finish(dist.answer(proj, run_id, decision, _printer(as_json)), as_json)
+        return
+    result = driver.answer(proj, run_id, decision, _printer(as_json),
                            allow_local=allow_local, replay=replay)
     _finish(result, as_json)
 
@@ -269,14 +333,12 @@ def status(
 ) -> None:
     """A run's timeline, gates, red/green records, spend and what it waits for."""
     from portwright.runs.report import spend
-    from portwright.workflows import driver
-    from portwright.workflows.driver import open_checkpointer
 
     proj = project()
-    with open_checkpointer(proj) as saver:
-        current = driver.view(proj, run_id, saver)
+    current = _view(proj, run_id)
     values = current.values
-    payload = {"run_id": run_id, "status": current.status.value,
+    payload = {"run_id": run_id, "engine": "temporal" if _temporal(proj, run_id) else "local",
+               "status": current.status.value,
                "reason": values.get("reason", ""), "next": list(current.next),
                "waiting": current.waiting, "timeline": values.get("timeline", []),
                "gates": values.get("gates", []), "attempts": values.get("attempts", {}),
@@ -284,7 +346,7 @@ def status(
     if as_json:
         emit_json(payload)
         return
-    console.print(f"run [bold]{escape(run_id)}[/] ({escape(values['row'])}): "
+    console.print(f"run [bold]{escape(run_id)}[/] ({escape(values.get('row', '-'))}): "
                   f"{current.status.value}"
                   + (f" — {escape(values['reason'])}" if values.get("reason") else ""))
     table = Table("node", "seconds", "note")
@@ -337,12 +399,9 @@ def report(
 ) -> None:
     """The run's evidence bundle as markdown (what the pull request body holds)."""
     from portwright.runs.report import render_report
-    from portwright.workflows import driver
-    from portwright.workflows.driver import open_checkpointer
 
     proj = project()
-    with open_checkpointer(proj) as saver:
-        current = driver.view(proj, run_id, saver)
+    current = _view(proj, run_id)
     values = {**current.values, "status": current.status.value}
     text = render_report(proj.run_dir(run_id), values, proj.store(run_id).records())
     if as_json:

@@ -146,6 +146,9 @@ class Worker:
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
 
+    def output(self) -> str:
+        return "".join(self.lines)[-4000:]
+
 
 def _read(stream: IO[str], worker: Worker) -> None:
     for line in stream:
@@ -186,3 +189,5 @@ def start_worker(temporal_env: dict[str, str]) -> Iterator[Callable[..., Worker]
                 worker.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 worker.kill()
+        if worker.proc.stdout is not None:
+            worker.proc.stdout.close()
