@@ -7,6 +7,7 @@ Without the server binary the Temporal tests skip, except where ``PORTWRIGHT_REQ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -57,7 +58,6 @@ def _answers(port: int) -> bool:
 def temporal_address() -> Iterator[str]:
     """``host:port`` of a Temporal dev server started for this test session."""
     try:
-        import temporalio  # noqa: F401
         import temporalio.langgraph  # noqa: F401
     except ImportError as exc:
         _unavailable(f"the temporal extra is not installed ({exc}): "
@@ -154,10 +154,8 @@ def _read(stream: IO[str], worker: Worker) -> None:
     for line in stream:
         worker.lines.append(line)
         if line.startswith("{"):
-            try:
+            with contextlib.suppress(json.JSONDecodeError):
                 worker.events.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
 
 
 @pytest.fixture
