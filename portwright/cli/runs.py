@@ -218,6 +218,22 @@ def _view(proj: Project, run_id: str) -> RunView:
         return driver.view(proj, run_id, saver)
 
 
+def _temporal_views(proj: Project) -> list[RunView]:
+    """Runs Temporal drives (their checkpoints are the workflows' own); one whose service
+    does not answer is left out, with a warning."""
+    from portwright.errors import PortwrightError
+    from portwright.workflows import driver
+
+    out: list[RunView] = []
+    for run_id in driver.run_ids(proj):
+        if _temporal(proj, run_id):
+            try:
+                out.append(_view(proj, run_id))
+            except PortwrightError as exc:
+                err_console.print(f"warning: run {run_id}: {exc}", markup=False)
+    return out
+
+
 def _answer(run_id: str, decision: dict[str, Any], replay: Path | None, allow_local: bool,
             as_json: bool) -> None:
     from portwright.workflows import driver
@@ -305,7 +321,7 @@ def runs(
     from portwright.workflows import driver
 
     proj = project()
-    found = [v for v in driver.views(proj)
+    found = [v for v in driver.views(proj) + _temporal_views(proj)
              if status_filter is None or v.status.value == status_filter]
     found.sort(key=lambda v: v.status.value != "waiting")
     rows = []

@@ -168,6 +168,8 @@ def test_parked_run_resumes_on_approve_from_another_process(
     assert status["status"] == "waiting"
     assert status["engine"] == "temporal"
     assert status["waiting"]["action_requests"][0]["name"] == "approve_advance"
+    listed = json.loads(pw(w.repo, "runs", "--json").stdout)
+    assert [(r["run_id"], r["status"]) for r in listed] == [("ta-1", "waiting")]
     wrong = pw(w.repo, "edit", "ta-1", "--file", str(w.repo / "AGENTS.md"), "--json")
     assert wrong.returncode == 2, wrong.stdout + wrong.stderr
     assert "not allowed" in wrong.stderr
