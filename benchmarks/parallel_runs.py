@@ -132,23 +132,33 @@ class Server:
 
 
 def _overhead(history: Any, timeline: list[dict[str, Any]]) -> dict[str, list[float]]:
-    """Per node: activity seconds (scheduled → completed) less the node's own seconds;
-    and ``_gap``: seconds from one node's completion to the next one's scheduling."""
+    """Per node, from a workflow's history and its final timeline:
+
+    * ``<node>``: seconds from the activity's start on a worker to its completion, less the
+      node's own seconds (its timeline entry): opening the run's context on the worker
+      (worktree, manifest, lock, store), serialisation, the round trip to the service;
+    * ``_wait``: seconds from scheduled to started (queueing for a free worker slot);
+    * ``_gap``: seconds from one node's completion to the next one's scheduling (a
+      workflow task: LangGraph's loop and the routers in the workflow).
+    """
     from datetime import datetime
 
     scheduled: dict[int, tuple[str, float]] = {}
-    spans: list[tuple[str, float, float]] = []
+    started: dict[int, float] = {}
+    spans: list[tuple[str, float, float, float]] = []
     for event in history.events:
         when = event.event_time.ToDatetime().timestamp()
         if event.HasField("activity_task_scheduled_event_attributes"):
             name = event.activity_task_scheduled_event_attributes.activity_type.name
             if name.startswith(ACTIVITY_PREFIX):
                 scheduled[event.event_id] = (name.removeprefix(ACTIVITY_PREFIX), when)
+        elif event.HasField("activity_task_started_event_attributes"):
+            started[event.activity_task_started_event_attributes.scheduled_event_id] = when
         elif event.HasField("activity_task_completed_event_attributes"):
             ref = event.activity_task_completed_event_attributes.scheduled_event_id
             if ref in scheduled:
-                name, start = scheduled.pop(ref)
-                spans.append((name, start, when))
+                name, at = scheduled.pop(ref)
+                spans.append((name, at, started.get(ref, at), when))
     own: dict[str, list[float]] = defaultdict(list)
     for step in timeline:
         seconds = (datetime.fromisoformat(step["finished"])
@@ -157,13 +167,14 @@ def _overhead(history: Any, timeline: list[dict[str, Any]]) -> dict[str, list[fl
     out: dict[str, list[float]] = defaultdict(list)
     taken: dict[str, int] = defaultdict(int)
     previous_end = None
-    for name, start, end in spans:
+    for name, at, start, end in spans:
         index = taken[name]
         taken[name] += 1
         if index < len(own[name]):
             out[name].append(end - start - own[name][index])
+        out["_wait"].append(start - at)
         if previous_end is not None:
-            out["_gap"].append(start - previous_end)
+            out["_gap"].append(at - previous_end)
         previous_end = end
     return out
 
@@ -239,15 +250,16 @@ async def _drive(examples: list[Path], workers: int) -> dict[str, Any]:
         for name, values in _overhead(history, result.values["timeline"]).items():
             overhead[name].extend(values)
     nodes = {name: round(statistics.mean(values), 3) for name, values in
-             sorted(overhead.items()) if name != "_gap"}
+             sorted(overhead.items()) if not name.startswith("_")}
     return {"wall_s": round(wall, 3), "runs_per_min": round(60 * len(examples) / wall, 3),
             "workers": workers, "max_concurrent_nodes_per_worker": config.max_concurrent_nodes,
             "finished_s": [round(s, 3) for s in sorted(finished)],
             "overhead_per_node_s": nodes,
             "overhead_per_node_mean_s": round(statistics.mean(
-                v for k, vs in overhead.items() if k != "_gap" for v in vs), 3),
+                v for k, vs in overhead.items() if not k.startswith("_") for v in vs), 3),
+            "queue_wait_per_node_mean_s": round(statistics.mean(overhead["_wait"]), 3),
             "workflow_step_gap_mean_s": round(statistics.mean(overhead["_gap"]), 3),
-            "activities": sum(len(v) for k, v in overhead.items() if k != "_gap")}
+            "activities": len(overhead["_wait"])}
 
 
 def main() -> int:
@@ -273,10 +285,11 @@ def main() -> int:
             print(f"  wall {results[mode]['wall_s']:.1f} s, "
                   f"{results[mode]['runs_per_min']:.2f} runs/min", flush=True)
     print(f"\n{'mode':<12} {'wall s':>8} {'runs/min':>9} {'overhead/node s':>16} "
-          f"{'step gap s':>11}")
+          f"{'queue wait s':>13} {'step gap s':>11}")
     for mode, figures in results.items():
         print(f"{mode:<12} {figures['wall_s']:>8.1f} {figures['runs_per_min']:>9.2f} "
               f"{figures.get('overhead_per_node_mean_s', float('nan')):>16.3f} "
+              f"{figures.get('queue_wait_per_node_mean_s', float('nan')):>13.3f} "
               f"{figures.get('workflow_step_gap_mean_s', float('nan')):>11.3f}")
     for mode, figures in results.items():
         if "overhead_per_node_s" in figures:
