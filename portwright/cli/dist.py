@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from portwright.cli.common import console, emit_json, project
+from portwright.cli.common import console, emit_json, err_console, project
 from portwright.errors import UsageError
 
 if TYPE_CHECKING:
@@ -54,6 +54,33 @@ def drives(proj: Project, run_id: str) -> bool:
     """Whether Temporal drives ``run_id`` (from its manifest)."""
     manifest = proj.store(run_id).manifest()
     return manifest is not None and manifest.engine == "temporal"
+
+
+def view_any(proj: Project, run_id: str) -> RunView:
+    """Where a run stands, from whichever engine drives it."""
+    from portwright.workflows import driver
+    from portwright.workflows.driver import open_checkpointer
+
+    if drives(proj, run_id):
+        return view(proj, run_id)
+    with open_checkpointer(proj) as saver:
+        return driver.view(proj, run_id, saver)
+
+
+def temporal_views(proj: Project) -> list[RunView]:
+    """Runs Temporal drives (their checkpoints are the workflows' own); one whose service
+    does not answer is left out, with a warning."""
+    from portwright.errors import PortwrightError
+    from portwright.workflows import driver
+
+    out: list[RunView] = []
+    for run_id in driver.run_ids(proj):
+        if drives(proj, run_id):
+            try:
+                out.append(view(proj, run_id))
+            except PortwrightError as exc:
+                err_console.print(f"warning: run {run_id}: {exc}", markup=False)
+    return out
 
 
 def start(proj: Project, request: RunRequest, run_id: str, on_event: Any) -> RunView:

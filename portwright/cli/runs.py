@@ -200,38 +200,15 @@ def resume(
 
 
 def _temporal(proj: Project, run_id: str) -> bool:
-    """Whether Temporal drives the run (its run.json says which engine owns it)."""
-    manifest = proj.store(run_id).manifest()
-    return manifest is not None and manifest.engine == "temporal"
+    from portwright.cli import dist
+
+    return dist.drives(proj, run_id)
 
 
 def _view(proj: Project, run_id: str) -> RunView:
-    """Where a run stands, from whichever engine drives it."""
-    from portwright.workflows import driver
-    from portwright.workflows.driver import open_checkpointer
+    from portwright.cli import dist
 
-    if _temporal(proj, run_id):
-        from portwright.cli import dist
-
-        return dist.view(proj, run_id)
-    with open_checkpointer(proj) as saver:
-        return driver.view(proj, run_id, saver)
-
-
-def _temporal_views(proj: Project) -> list[RunView]:
-    """Runs Temporal drives (their checkpoints are the workflows' own); one whose service
-    does not answer is left out, with a warning."""
-    from portwright.errors import PortwrightError
-    from portwright.workflows import driver
-
-    out: list[RunView] = []
-    for run_id in driver.run_ids(proj):
-        if _temporal(proj, run_id):
-            try:
-                out.append(_view(proj, run_id))
-            except PortwrightError as exc:
-                err_console.print(f"warning: run {run_id}: {exc}", markup=False)
-    return out
+    return dist.view_any(proj, run_id)
 
 
 def _answer(run_id: str, decision: dict[str, Any], replay: Path | None, allow_local: bool,
@@ -317,11 +294,12 @@ def runs(
     as_json: JsonOption = False,
 ) -> None:
     """Every run of the cycle in this project; waiting ones first."""
+    from portwright.cli import dist
     from portwright.runs.report import spend
     from portwright.workflows import driver
 
     proj = project()
-    found = [v for v in driver.views(proj) + _temporal_views(proj)
+    found = [v for v in driver.views(proj) + dist.temporal_views(proj)
              if status_filter is None or v.status.value == status_filter]
     found.sort(key=lambda v: v.status.value != "waiting")
     rows = []
