@@ -41,7 +41,7 @@ from portwright.pathkinds import default_path_kinds, merge_path_kinds
 from portwright.values import MemorySize, RepoFile, RepoFolder, RepoGlob, Seconds, TmpfsSize
 
 __all__ = ["CONFIG_FILE", "SECRET_NAMES", "PRBackendKind", "PRConfig", "PortwrightConfig",
-           "load_config", "locate_key", "parse_config"]
+           "apply_overrides", "load_config", "locate_key", "parse_config"]
 
 CONFIG_FILE = "portwright.toml"
 ENV_PREFIX = environment.PREFIX
@@ -330,11 +330,69 @@ class ApprovalsConfig(_Model):
 
 
 class RunsConfig(_Model):
-    """Where runs keep their checkpoints."""
+    """Where runs keep their checkpoints, and what drives them."""
 
     checkpoint_url: str | None = None
     """``postgresql://…`` to keep checkpoints in Postgres (``portwright[postgres]``), for
     runs resumed on other machines; unset: an SQLite file in the state folder."""
+    engine: Literal["local", "temporal"] = "local"
+    """What drives a run of the cycle: ``local`` (this process, LangGraph checkpoints) or
+    ``temporal`` (a Temporal workflow run by ``portwright worker`` processes, see
+    ``[temporal]``; ``portwright[temporal]``). ``portwright run --engine`` overrides it."""
+
+
+_ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}$")
+_QUEUE = re.compile(r"^[A-Za-z0-9_.:@/-]{1,200}$")
+
+
+class TemporalConfig(_Model):
+    """The Temporal service that runs workflows when ``[runs] engine = "temporal"``, and how
+    workers run the cycle's nodes as its activities. ``PORTWRIGHT_TEMPORAL__ADDRESS`` and
+    the like override each key from the environment (a worker fleet shares one file)."""
+
+    address: str = "127.0.0.1:7233"
+    """``host:port`` of the Temporal frontend (the dev server's default)."""
+    namespace: str = Field(default="default", min_length=1, max_length=200)
+    """Temporal namespace of the project's workflows and schedules."""
+    task_queue: str = "default"
+    """Task queue of the workflows and of every node not in ``node_queues``: the queue of
+    ordinary sandboxes. ``portwright worker`` polls it unless ``--queue`` names another."""
+    node_queues: dict[str, str] = Field(default_factory=dict)
+    """Node → task queue for nodes that need another class of sandbox, e.g.
+    ``{ full_gate = "gpu" }``: only workers started with ``--queue gpu`` run them."""
+    heartbeat_timeout: Seconds = 60.0
+    """A node whose worker has not reported for this long (killed, cut off) is given to
+    another worker. Workers report every third of it."""
+    node_timeout: Seconds = 4 * 3600.0
+    """Longest one attempt of one node may run (a gate, an agent turn)."""
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    """Attempts of one node before the run fails (a dead worker's attempt counts)."""
+    max_concurrent_nodes: int = Field(default=2, ge=1, le=64)
+    """Nodes one worker runs at once (each may hold a sandbox)."""
+
+    @field_validator("address")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        if not _ADDRESS.match(value) or not 0 < int(value.rpartition(":")[2]) < 65536:
+            raise ValueError(f"must be host:port (e.g. 127.0.0.1:7233), not {value!r}")
+        return value
+
+    @field_validator("task_queue")
+    @classmethod
+    def _queue_name(cls, value: str) -> str:
+        if not _QUEUE.match(value):
+            raise ValueError(f"must be a task queue name (letters, digits, _.:@/-), not "
+                             f"{value!r}")
+        return value
+
+    @field_validator("node_queues")
+    @classmethod
+    def _queue_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for node, queue in value.items():
+            if not _QUEUE.match(queue):
+                raise ValueError(f"the queue of {node!r} must be a task queue name (letters, "
+                                 f"digits, _.:@/-), not {queue!r}")
+        return value
 
 
 class BoundsConfig(_Model):
@@ -375,11 +433,13 @@ class PortwrightConfig(_Model):
     bounds: BoundsConfig = Field(default_factory=BoundsConfig)
     """Loop bounds."""
     runs: RunsConfig = Field(default_factory=RunsConfig)
-    """Checkpoints of runs."""
+    """Checkpoints of runs, and their engine."""
     sync: SyncConfig = Field(default_factory=SyncConfig)
     """Pin syncs and scheduled runs."""
     pr: PRConfig = Field(default_factory=PRConfig)
     """Where a finished run's pull request goes."""
+    temporal: TemporalConfig = Field(default_factory=TemporalConfig)
+    """The Temporal service and its workers (``[runs] engine = "temporal"``)."""
     state_dir: str | None = None
     """Folder for run state, caches and the upstream clone, shared by projects (each gets
     ``projects/<name>-<hash>`` in it). An absolute path outside every repository: sandboxed
@@ -419,6 +479,27 @@ class PortwrightConfig(_Model):
             if name is not None:
                 return environment.where(name)
         return str(file)
+
+
+def apply_overrides(config: PortwrightConfig, overrides: Mapping[str, Any]) -> PortwrightConfig:
+    """``config`` with ``{"section.key": value}`` overrides (a command's options, carried to
+    another process) applied, each section validated again."""
+    sections: dict[str, dict[str, Any]] = {}
+    for dotted, value in overrides.items():
+        section, _, key = dotted.partition(".")
+        if section not in PortwrightConfig.model_fields or not key:
+            raise ConfigError(f"no setting {dotted!r} to override", key=dotted,
+                              fix="name a key of portwright.toml as section.key")
+        sections.setdefault(section, {})[key] = value
+    update: dict[str, Any] = {}
+    for section, values in sections.items():
+        current = getattr(config, section)
+        try:
+            update[section] = type(current).model_validate({**current.model_dump(), **values})
+        except ValidationError as exc:
+            raise ConfigError(f"bad override of [{section}]: {exc.errors()[0]['msg']}",
+                              key=section, fix="pass a value the setting accepts") from exc
+    return config.model_copy(update=update)
 
 
 def load_config(

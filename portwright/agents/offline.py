@@ -115,18 +115,35 @@ class RecordingClient:
 
 
 class ReplayModel:
-    """Plays a cassette: the n-th call must be the n-th recorded request."""
+    """Plays a cassette: the n-th call must be the n-th recorded request.
 
-    def __init__(self, path: Path, *, model: str | None = None) -> None:
+    With ``seek``, a call is answered by the recorded entry whose request it is (the next
+    one from the current position, else the first anywhere): for runs whose steps run in
+    different processes (Temporal workers), each with a fresh client. The request must
+    still match a recorded one exactly.
+    """
+
+    def __init__(self, path: Path, *, model: str | None = None, seek: bool = False) -> None:
         self.path = path
         self.entries = load_cassette(path)
         recorded = next((e["completion"]["model"] for e in self.entries if "completion" in e),
                         None)
         self.model = model or recorded or "replay"
         self.position = 0
+        self.seek = seek
+
+    def _find(self, digest: str) -> int | None:
+        order = [*range(self.position, len(self.entries)), *range(self.position)]
+        return next((i for i in order if self.entries[i]["request_digest"] == digest), None)
 
     def complete(self, request: CompletionRequest) -> Completion:
         index = self.position
+        if self.seek:
+            found = self._find(request.digest())
+            if found is None:
+                raise CassetteMismatch(f"{self.path}: no recorded request matches this call; "
+                                       "record it again with --record")
+            index = found
         if index >= len(self.entries):
             raise CassetteMismatch(
                 f"{self.path}: the run made call {index + 1} but the cassette holds only "
@@ -138,7 +155,7 @@ class ReplayModel:
                 f"{self.path}:{index + 1}: call {index + 1} differs from the recorded request "
                 f"({_difference(entry['request'], request)}); record it again with --record"
             )
-        self.position += 1
+        self.position = index + 1
         if "error" in entry:
             raise ModelError(f"replayed model error: {entry['error']}")
         return Completion.model_validate(entry["completion"])

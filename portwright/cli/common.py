@@ -98,3 +98,32 @@ def apply_overrides(model: str | None, sandbox: str | None, approve: str | None)
         policy = "never" if approve == "auto" else "always"
         for point in ("SPEC", "ADVANCE", "PR"):
             os.environ[f"PORTWRIGHT_APPROVALS__{point}"] = policy
+
+
+def override_keys(model: str | None, sandbox: str | None,
+                   approve: str | None) -> dict[str, str]:
+    """The config settings a run's options change, as ``section.key`` → value."""
+    keys: dict[str, str] = {}
+    if model:
+        keys["model.name"] = model
+    if sandbox:
+        keys["sandbox.backend"] = sandbox
+    if approve:
+        policy = "never" if approve == "auto" else "always"
+        keys.update({"approvals.spec": policy, "approvals.advance": policy,
+                     "approvals.pr": policy})
+    return keys
+
+
+def check_options(proj: Project, approve: str | None, sandbox: str | None,
+                  overrides: dict[str, str]) -> None:
+    """Refuse run options that cannot work, before anything starts."""
+    from portwright.config import apply_overrides
+    from portwright.errors import UsageError
+
+    if approve not in (None, "auto", "ask"):
+        raise UsageError(f"--approve {approve!r}", key="--approve", fix="use auto or ask")
+    if sandbox not in (None, "auto", "docker", "bwrap", "local"):
+        raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
+                         fix="use auto, docker, bwrap or local")
+    apply_overrides(proj.config, overrides)

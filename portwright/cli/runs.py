@@ -15,7 +15,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from portwright.cli.common import apply_overrides, console, emit_json, err_console, project
+from portwright.cli.common import (
+    apply_overrides,
+    check_options,
+    console,
+    emit_json,
+    err_console,
+    override_keys,
+    project,
+)
 
 if TYPE_CHECKING:
     from portwright.project import Project
@@ -116,6 +124,9 @@ def run(
     record: Annotated[Path | None, typer.Option(
         help="Record every model call of the run into this cassette.")] = None,
     allow_local: AllowLocal = False,
+    engine: Annotated[str | None, typer.Option(
+        help="local: drive the run in this process; temporal: as a Temporal workflow on "
+        "`portwright worker` processes (default: [runs] engine).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Port one row: verified gap → surface → spec → tests seen red → implementation seen
@@ -124,10 +135,27 @@ def run(
     from portwright.workflows import driver
 
     apply_overrides(model, sandbox, approve)
+    if engine not in (None, "local", "temporal"):
+        raise UsageError(f"--engine {engine!r}", key="--engine", fix="use local or temporal")
     if (row is None) == (next_rows is None):
         raise UsageError("name one row, or pass --next N", key="ROW",
                          fix="`portwright run ROW` or `portwright run --next 3`")
-    proj = project(committed=True)
+    committed = project(committed=True)
+    overrides = override_keys(model, sandbox, approve)
+    check_options(committed, approve, sandbox, overrides)
+    if (engine or committed.config.runs.engine) == "temporal":
+        from portwright.cli import dist
+        from portwright.workflows.context import new_run_id
+
+        if row is None:
+            raise UsageError("--next runs on the local engine", key="--next",
+                             fix="start each row with `portwright run ROW --engine temporal`")
+        asked = dist.request(committed, row, overrides, replay,
+                             allow_local or sandbox == "local")
+        _finish(dist.start(committed, asked, run_id or new_run_id("run"), _printer(as_json)),
+                as_json)
+        return
+    proj = committed
     if next_rows is not None:
         if run_id is not None or replay is not None or record is not None:
             raise UsageError("--next starts several runs", key="--next",
@@ -196,16 +224,41 @@ def resume(
 
         resume_sync(proj, run_id, as_json, allow_local)
         return
+    if _temporal(proj, run_id):
+        from portwright.errors import UsageError
+
+        raise UsageError(f"Temporal drives run {run_id}: its workers continue it by "
+                         "themselves", key="RUN",
+                         fix=f"start a worker (`portwright worker`); see `portwright status "
+                             f"{run_id}`")
     result = driver.resume(proj, run_id, _printer(as_json),
                            allow_local=allow_local, replay=replay)
     _finish(result, as_json)
+
+
+def _temporal(proj: Project, run_id: str) -> bool:
+    from portwright.cli import dist
+
+    return dist.drives(proj, run_id)
+
+
+def _view(proj: Project, run_id: str) -> RunView:
+    from portwright.cli import dist
+
+    return dist.view_any(proj, run_id)
 
 
 def _answer(run_id: str, decision: dict[str, Any], replay: Path | None, allow_local: bool,
             as_json: bool) -> None:
     from portwright.workflows import driver
 
-    result = driver.answer(project(committed=True), run_id, decision, _printer(as_json),
+    proj = project(committed=True)
+    if _temporal(proj, run_id):
+        from portwright.cli import dist
+
+        _finish(dist.answer(proj, run_id, decision, _printer(as_json)), as_json)
+        return
+    result = driver.answer(proj, run_id, decision, _printer(as_json),
                            allow_local=allow_local, replay=replay)
     _finish(result, as_json)
 
@@ -289,11 +342,12 @@ def runs(
     as_json: JsonOption = False,
 ) -> None:
     """Every run of the cycle in this project; waiting ones first."""
+    from portwright.cli import dist
     from portwright.runs.report import spend
     from portwright.workflows import driver
 
     proj = project()
-    found = [v for v in driver.views(proj)
+    found = [v for v in driver.views(proj) + dist.temporal_views(proj)
              if status_filter is None or v.status.value == status_filter]
     found.sort(key=lambda v: v.status.value != "waiting")
     rows = []
@@ -323,8 +377,6 @@ def status(
     """A run's timeline, gates, red/green records, spend and what it waits for; a sync's
     per-commit table."""
     from portwright.runs.report import spend
-    from portwright.workflows import driver
-    from portwright.workflows.driver import open_checkpointer
     from portwright.workflows.sync_state import is_sync
 
     proj = project()
@@ -333,10 +385,10 @@ def status(
 
         status_sync(proj, run_id, as_json)
         return
-    with open_checkpointer(proj) as saver:
-        current = driver.view(proj, run_id, saver)
+    current = _view(proj, run_id)
     values = current.values
-    payload = {"run_id": run_id, "status": current.status.value,
+    payload = {"run_id": run_id, "engine": "temporal" if _temporal(proj, run_id) else "local",
+               "status": current.status.value,
                "reason": values.get("reason", ""), "next": list(current.next),
                "waiting": current.waiting, "timeline": values.get("timeline", []),
                "gates": values.get("gates", []), "attempts": values.get("attempts", {}),
@@ -345,7 +397,7 @@ def status(
     if as_json:
         emit_json(payload)
         return
-    console.print(f"run [bold]{escape(run_id)}[/] ({escape(values['row'])}): "
+    console.print(f"run [bold]{escape(run_id)}[/] ({escape(values.get('row', '-'))}): "
                   f"{current.status.value}"
                   + (f" — {escape(values['reason'])}" if values.get("reason") else ""))
     table = Table("node", "seconds", "note")
@@ -406,8 +458,6 @@ def report(
     """The run's evidence bundle as markdown (what the pull request body holds), or with
     --html as a static page (for CI artifacts); a sync's report."""
     from portwright.runs.report import render_report
-    from portwright.workflows import driver
-    from portwright.workflows.driver import open_checkpointer
     from portwright.workflows.sync_state import is_sync
 
     proj = project()
@@ -430,8 +480,7 @@ def report(
         else:
             print(path)
         return
-    with open_checkpointer(proj) as saver:
-        current = driver.view(proj, run_id, saver)
+    current = _view(proj, run_id)
     values = {**current.values, "status": current.status.value}
     text = render_report(proj.run_dir(run_id), values, proj.store(run_id).records())
     if as_json:

@@ -7,7 +7,7 @@ import hmac
 import json
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,3 +118,7 @@ class RunManifest(BaseModel):
     """sha256 of every AGENTS.md it used, by path."""
     config: dict[str, Any]
     """The effective configuration (``portwright.toml`` with overrides applied)."""
+    engine: Literal["local", "temporal"] = "local"
+    """What drives the run: this machine's processes, or a Temporal workflow."""
+    workflow_id: str | None = None
+    """The Temporal workflow that drives the run (``engine = "temporal"``)."""

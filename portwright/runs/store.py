@@ -31,6 +31,7 @@ import stat
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -126,16 +127,19 @@ class RunStore:
         return max(numbers, default=0) + 1
 
     def write_manifest(self, *, command: str, commit: str, rules_digests: dict[str, str],
-                       config: PortwrightConfig) -> Path:
+                       config: PortwrightConfig, engine: Literal["local", "temporal"] = "local",
+                       workflow_id: str | None = None) -> Path:
         """Record what the run used: its command, the downstream commit, the sha256 of every
-        rules file, and the configuration (secrets are never in it: only variable names)."""
+        rules file, the configuration (secrets are never in it: only variable names), and
+        what drives it (``engine``, the Temporal ``workflow_id``)."""
         from portwright import __version__
 
         self.dir.mkdir(parents=True, exist_ok=True)
         path = self.dir / "run.json"
         manifest = RunManifest(run_id=self.run_id, command=command, commit=commit,
                                portwright=__version__, created=datetime.now(UTC),
-                               rules=rules_digests, config=config.model_dump(mode="json"))
+                               rules=rules_digests, config=config.model_dump(mode="json"),
+                               engine=engine, workflow_id=workflow_id)
         _write_new(path, (manifest.model_dump_json(indent=2) + "\n").encode("utf-8"),
                    replace=True)
         return path

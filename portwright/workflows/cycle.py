@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -38,7 +39,7 @@ from langgraph.types import RetryPolicy
 from portwright.workflows import nodes_code, nodes_finish, nodes_gap, nodes_spec
 from portwright.workflows.context import RunContext
 from portwright.workflows.state import CycleState, Node, RunStatus
-from portwright.workflows.steps import Update
+from portwright.workflows.steps import NodeFn, Update
 
 Router = Callable[[CycleState], str]
 
@@ -104,14 +105,33 @@ def _end_blocked(state: CycleState, *, runtime: Runtime[RunContext]) -> Update:
     return {"status": RunStatus.BLOCKED}
 
 
+AddNode = Callable[[StateGraph[CycleState, Any, CycleState, CycleState], Node, NodeFn], None]
+"""Places one node of the cycle into the graph (:func:`assemble_cycle`)."""
+
+
+def _add_with_retry(graph: StateGraph[CycleState, Any, CycleState, CycleState], name: Node,
+                    fn: NodeFn) -> None:
+    graph.add_node(name.value, fn, retry_policy=RetryPolicy(max_attempts=2, retry_on=OSError))
+
+
 @functools.cache
 def build_cycle() -> StateGraph[CycleState, RunContext, CycleState, CycleState]:
-    """The uncompiled graph (Temporal's plugin takes it as is; ``langgraph.json``'s factory
-    in :mod:`portwright.workflows.studio` compiles it); built once per process."""
-    graph: StateGraph[CycleState, RunContext, CycleState, CycleState] = StateGraph(
-        CycleState, context_schema=RunContext)
-    retry = RetryPolicy(max_attempts=2, retry_on=OSError)
-    nodes = {
+    """The uncompiled graph (``langgraph.json``'s factory in
+    :mod:`portwright.workflows.studio` compiles it); built once per process."""
+    return assemble_cycle()
+
+
+def assemble_cycle(add_node: AddNode = _add_with_retry,
+                   context_schema: type[Any] = RunContext,
+                   route: Callable[[Router], Any] | None = None,
+                   ) -> StateGraph[CycleState, Any, CycleState, CycleState]:
+    """A new uncompiled cycle: its nodes placed by ``add_node`` (by default with LangGraph's
+    retry on ``OSError``; Temporal's plugin places them as activities with its own
+    retries), its edges and routers as drawn above, each router wrapped by ``route``
+    (a Temporal workflow has no thread pool for LangGraph to run a sync router in)."""
+    graph: StateGraph[CycleState, Any, CycleState, CycleState] = StateGraph(
+        CycleState, context_schema=context_schema)
+    nodes: dict[Node, NodeFn] = {
         Node.PREPARE: nodes_gap.prepare,
         Node.VERIFY_GAP: nodes_gap.verify_gap,
         Node.RECORD_LANDED: nodes_gap.record_landed,
@@ -133,8 +153,8 @@ def build_cycle() -> StateGraph[CycleState, RunContext, CycleState, CycleState]:
         Node.OPEN_PR: nodes_finish.open_pr,
     }
     for name, fn in nodes.items():
-        graph.add_node(name.value, fn, retry_policy=retry)
-    graph.add_node(Node.BLOCKED.value, _end_blocked)
+        add_node(graph, name, fn)
+    graph.add_node(Node.BLOCKED.value, _end_blocked, metadata={"execute_in": "workflow"})
     graph.add_edge(START, Node.PREPARE.value)
     edges: dict[Node, Router] = {
         Node.PREPARE: _blocked_or(Node.VERIFY_GAP),
@@ -157,7 +177,7 @@ def build_cycle() -> StateGraph[CycleState, RunContext, CycleState, CycleState]:
         Node.APPROVE_PR: nodes_finish.route_after_pr_approval,
     }
     for source, router in edges.items():
-        graph.add_conditional_edges(source.value, router)
+        graph.add_conditional_edges(source.value, route(router) if route else router)
     graph.add_edge(Node.OPEN_PR.value, END)
     graph.add_edge(Node.BLOCKED.value, END)
     return graph

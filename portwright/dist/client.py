@@ -1,0 +1,196 @@
+"""What the CLI asks of a run that Temporal drives: start it, see where it stands, send a
+person's decision; and which runs Temporal drives at all (their ``run.json`` says so)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
+
+from portwright.config import TemporalConfig
+from portwright.dist.models import (
+    DECIDE_UPDATE,
+    RUN_WORKFLOW,
+    VIEW_QUERY,
+    RunRequest,
+    RunSnapshot,
+)
+from portwright.errors import TemporalUnavailable, UsageError
+from portwright.project import Project
+from portwright.workflows.driver import RunView
+from portwright.workflows.state import RunStatus
+
+logger = logging.getLogger(__name__)
+
+OnEvent = Callable[[dict[str, Any]], None]
+POLL_SECONDS = 0.5
+
+
+async def connect(config: TemporalConfig) -> Client:
+    """A client of ``[temporal]``'s service, speaking portwright's pydantic models."""
+    try:
+        return await Client.connect(config.address, namespace=config.namespace,
+                                    data_converter=pydantic_data_converter)
+    except (RuntimeError, RPCError) as exc:
+        raise TemporalUnavailable(
+            f"no Temporal service answers at {config.address} (namespace "
+            f"{config.namespace}): {exc}",
+            fix="start one (`temporal server start-dev`), or set [temporal] address / "
+                "PORTWRIGHT_TEMPORAL__ADDRESS") from exc
+
+
+def workflow_id(project: Project, run_id: str) -> str | None:
+    """The workflow driving ``run_id``, when Temporal drives it (its manifest says so)."""
+    manifest = project.store(run_id).manifest()
+    if manifest is None or manifest.engine != "temporal":
+        return None
+    return manifest.workflow_id or run_id
+
+
+def _run_view(run_id: str, snapshot: RunSnapshot) -> RunView:
+    values = snapshot.values
+    status = RunStatus(values.get("status", RunStatus.RUNNING.value)) if values \
+        else RunStatus.RUNNING
+    if snapshot.failure:
+        status = RunStatus.BLOCKED
+    elif snapshot.waiting is not None:
+        status = RunStatus.WAITING
+    return RunView(run_id=run_id, status=status, values=values, next=tuple(snapshot.next),
+                   waiting=snapshot.waiting)
+
+
+async def _snapshot(handle: WorkflowHandle[Any, Any]) -> RunSnapshot:
+    described = await handle.describe()
+    if described.status == WorkflowExecutionStatus.COMPLETED:
+        return RunSnapshot.model_validate(await handle.result())
+    if described.status == WorkflowExecutionStatus.RUNNING:
+        found: RunSnapshot = await handle.query(VIEW_QUERY, result_type=RunSnapshot)
+        return found
+    try:
+        await handle.result()
+    except WorkflowFailureError as exc:
+        reason = str(exc.cause or exc)
+    else:  # pragma: no cover - a closed workflow that is neither completed nor failed
+        reason = ""
+    ended = described.status.name.lower() if described.status is not None else "unknown"
+    return RunSnapshot(failure=f"the workflow ended {ended}"
+                       + (f": {reason}" if reason else ""))
+
+
+class _Progress:
+    """Turns new timeline entries into the events a local run prints."""
+
+    def __init__(self, on_event: OnEvent, seen: int = 0) -> None:
+        self.on_event = on_event
+        self.seen = seen
+
+    def __call__(self, snapshot: RunSnapshot) -> None:
+        from portwright.runs.report import step_seconds
+
+        timeline = snapshot.values.get("timeline") or []
+        for step in timeline[self.seen:]:
+            self.on_event({"event": "node_finished", "node": step["node"],
+                           "seconds": round(step_seconds(step), 3),
+                           "status": "blocked" if step["node"] == "blocked" else "running"})
+        self.seen = max(self.seen, len(timeline))
+
+
+async def _settle(handle: WorkflowHandle[Any, Any], run_id: str, on_event: OnEvent,
+                  asked: int, timeout: float | None, seen: int = 0) -> RunView:
+    """Wait until the run ends, or parks at a request after the ``asked``-th; report the
+    nodes that finish after the ``seen``-th."""
+    progress = _Progress(on_event, seen)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        snapshot = await _snapshot(handle)
+        progress(snapshot)
+        view = _run_view(run_id, snapshot)
+        if snapshot.waiting is not None and snapshot.asked > asked:
+            on_event({"event": "waiting", "run_id": run_id})
+            return view
+        if view.status is not RunStatus.RUNNING and snapshot.waiting is None \
+                and (snapshot.failure or not snapshot.next):
+            return view
+        if deadline is not None and time.monotonic() > deadline:
+            return view
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def start(project: Project, request: RunRequest, run_id: str, on_event: OnEvent, *,
+                wait: bool = True) -> RunView:
+    """Start ``run_id`` as a workflow on ``[temporal] task_queue``; with ``wait``, return
+    when it ends or waits for a decision."""
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    config = project.config.temporal
+    client = await connect(config)
+    try:
+        handle = await client.start_workflow(RUN_WORKFLOW, request, id=run_id,
+                                             task_queue=config.task_queue,
+                                             result_type=RunSnapshot)
+    except WorkflowAlreadyStartedError as exc:
+        raise UsageError(f"a workflow {run_id!r} exists already", key="--run-id",
+                         fix="pick another run id") from exc
+    on_event({"event": "run_started", "run_id": run_id, "row": request.row,
+              "engine": "temporal", "task_queue": config.task_queue})
+    if not wait:
+        return RunView(run_id=run_id, status=RunStatus.RUNNING, values={}, next=(),
+                       waiting=None)
+    return await _settle(handle, run_id, on_event, 0, None)
+
+
+async def view(project: Project, run_id: str) -> RunView:
+    """Where a Temporal-driven run stands."""
+    client = await connect(project.config.temporal)
+    handle = client.get_workflow_handle(workflow_id(project, run_id) or run_id)
+    return _run_view(run_id, await _snapshot(handle))
+
+
+async def answer(project: Project, run_id: str, decision: dict[str, Any],
+                 on_event: OnEvent) -> RunView:
+    """Send a person's decision to a run parked at an approval; return when it ends or
+    waits again."""
+    client = await connect(project.config.temporal)
+    handle = client.get_workflow_handle(workflow_id(project, run_id) or run_id)
+    seen = len((await _snapshot(handle)).values.get("timeline") or [])
+    try:
+        asked = await handle.execute_update(DECIDE_UPDATE, decision, result_type=int)
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        if isinstance(cause, ApplicationError) and cause.type == "NotWaiting":
+            current = _run_view(run_id, await _snapshot(handle))
+            raise UsageError(f"run {run_id} is not waiting for a decision (already decided, "
+                             f"or {current.status})", key="RUN",
+                             fix=f"see `portwright status {run_id}`") from exc
+        message = cause.message if isinstance(cause, ApplicationError) else str(exc)
+        raise UsageError(message, key="RUN",
+                         fix=f"see what the run asks: `portwright status {run_id}`") from exc
+    except RPCError as exc:  # the workflow has ended: updates are refused outright
+        current = _run_view(run_id, await _snapshot(handle))
+        raise UsageError(f"run {run_id} is not waiting for a decision (already decided, or "
+                         f"{current.status})", key="RUN",
+                         fix=f"see `portwright status {run_id}`") from exc
+    return await _settle(handle, run_id, on_event, asked, None, seen)
+
+
+def run_sync(coro: Any) -> Any:
+    """Run one of this module's coroutines from synchronous code (the CLI)."""
+    return asyncio.run(coro)
+
+
+def resolve(path: Path | None) -> str | None:
+    return str(path.resolve()) if path is not None else None

@@ -1,0 +1,83 @@
+"""What crosses process boundaries: a run's request (client → workflow), its reference
+(workflow → activities) and the workflow's answers. Plain pydantic models, serialised by
+Temporal's pydantic data converter."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RUN_WORKFLOW = "portwright.run"
+"""Workflow type of the port cycle."""
+OPEN_RUN_ACTIVITY = "portwright.open_run"
+"""Activity that opens a run: its worktree and manifest."""
+GRAPH = "portwright.cycle"
+"""Name the cycle is registered under with the LangGraph plugin."""
+VIEW_QUERY = "view"
+DECIDE_UPDATE = "decide"
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def run_id_of(workflow_id: str) -> str:
+    """The run id of a workflow: its id, less what a branch or folder name cannot hold
+    (a scheduled workflow's id ends in a timestamp with colons)."""
+    return _UNSAFE.sub("-", workflow_id).strip("-.") or "run"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunRequest(_Model):
+    """What starts a run of the cycle (``portwright run ROW``, or a schedule)."""
+
+    root: str
+    """The downstream repository (an absolute path every worker reaches)."""
+    row: str
+    """The parity row to port."""
+    overrides: dict[str, str] = Field(default_factory=dict)
+    """Config settings changed by the command's options (``section.key`` → value)."""
+    base: str | None = None
+    """Downstream commit to start from; unset: the repository's HEAD when the run opens."""
+    replay: str | None = None
+    """Cassette the agents are played from (an absolute path)."""
+    allow_local: bool = False
+    """Whether the unisolated ``local`` sandbox backend may be used."""
+
+
+class RunRef(_Model):
+    """A run as its nodes' activities see it: enough to open its context anywhere."""
+
+    root: str
+    run_id: str
+    base: str
+    command: str
+    overrides: dict[str, str] = Field(default_factory=dict)
+    replay: str | None = None
+    allow_local: bool = False
+
+
+class OpenRun(_Model):
+    """Input of the activity that opens a run."""
+
+    request: RunRequest
+    run_id: str
+    workflow_id: str
+
+
+class RunSnapshot(_Model):
+    """Where a Temporal-driven run stands (the ``view`` query, the workflow's result)."""
+
+    values: dict[str, Any] = Field(default_factory=dict)
+    """The cycle's state (JSON-ready); empty before the first node."""
+    next: list[str] = Field(default_factory=list)
+    """Nodes that run next."""
+    waiting: dict[str, Any] | None = None
+    """The approval request the run is parked at."""
+    asked: int = 0
+    """How many times the run has asked for a decision (tells a new request from the last)."""
+    failure: str = ""
+    """Why the workflow ended without finishing the graph (a node failed every attempt)."""

@@ -1,0 +1,83 @@
+"""``[temporal]`` and ``[runs] engine``: bad values exit 2 naming the key and a fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from portwright.config import load_config
+from portwright.errors import ConfigError
+from tests.conftest import GitRepo
+
+BASE = '[upstream]\nsource = "../upstream"\n'
+
+
+def _repo(make_repo: Callable[[str], GitRepo], extra: str) -> Path:
+    make_repo("upstream").commit("up", {"a.py": "x = 1\n"})
+    down = make_repo("downstream")
+    down.commit("cfg", {"portwright.toml": BASE + extra})
+    return down.path
+
+
+def test_defaults(make_repo: Callable[[str], GitRepo]) -> None:
+    config = load_config(_repo(make_repo, ""), environ={})
+    assert config.temporal.address == "127.0.0.1:7233"
+    assert config.temporal.namespace == "default"
+    assert config.temporal.task_queue == "default"
+    assert config.runs.engine == "local"
+
+
+def test_environment_sets_the_address(make_repo: Callable[[str], GitRepo]) -> None:
+    config = load_config(_repo(make_repo, ""),
+                         environ={"PORTWRIGHT_TEMPORAL__ADDRESS": "10.0.0.5:7233",
+                                  "PORTWRIGHT_TEMPORAL__NAMESPACE": "ports"})
+    assert config.temporal.address == "10.0.0.5:7233"
+    assert config.temporal.namespace == "ports"
+
+
+@pytest.mark.parametrize(("extra", "key", "at_load"), [
+    ('[temporal]\naddress = "no-port"\n', "temporal.address", True),
+    ("[temporal]\nheartbeat_timeout = 0\n", "temporal.heartbeat_timeout", True),
+    ('[temporal]\nnode_queues = { full_gate = "a b" }\n', "temporal.node_queues", True),
+    ('[temporal]\nnode_queues = { nonsense = "gpu" }\n', "temporal.node_queues", False),
+    ('[temporal]\ntask_queue = ""\n', "temporal.task_queue", True),
+    ('[temporal]\nunknown = 1\n', "temporal.unknown", True),
+    ('[runs]\nengine = "celery"\n', "runs.engine", True),
+])
+def test_bad_values_name_the_key(make_repo: Callable[[str], GitRepo], extra: str,
+                                 key: str, at_load: bool) -> None:
+    """Most are refused when the file is read; a queue for a node the cycle does not have
+    when a worker starts (the node names belong to the graph, not to the config)."""
+    repo = _repo(make_repo, extra)
+    if at_load:
+        with pytest.raises(ConfigError) as caught:
+            load_config(repo, environ={})
+        assert key in caught.value.render()
+    done = subprocess.run([sys.executable, "-m", "portwright", "-C", str(repo), "worker",
+                           "--json"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert key.split(".")[-1] in done.stderr
+
+
+def test_unknown_engine_option_exits_2(make_repo: Callable[[str], GitRepo]) -> None:
+    repo = _repo(make_repo, "")
+    done = subprocess.run([sys.executable, "-m", "portwright", "-C", str(repo), "run", "x",
+                           "--engine", "celery"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ})
+    assert done.returncode == 2
+    assert "--engine" in done.stderr
+
+
+def test_schedule_of_an_unknown_command_exits_2(make_repo: Callable[[str], GitRepo]) -> None:
+    repo = _repo(make_repo, "")
+    done = subprocess.run([sys.executable, "-m", "portwright", "-C", str(repo), "schedule",
+                           "create", "--cron", "0 3 * * *", "gates", "run"],
+                          capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "schedule" in done.stderr
