@@ -9,12 +9,16 @@ from pathlib import Path
 
 from tests.conftest import GitRepo, docker_engine_running
 
+ROOT = Path(__file__).resolve().parents[2]
+"""This checkout: the commands run its portwright, whatever the current folder."""
+
 
 def portwright(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "portwright", "-C", str(repo), *args],
                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
                                                                "COLUMNS": "120",
-                                                               "HOME": str(repo)})
+                                                               "HOME": str(repo),
+                                                               "PYTHONPATH": str(ROOT)})
 
 
 def test_version() -> None:
