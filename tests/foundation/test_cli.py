@@ -11,6 +11,9 @@ import pytest
 
 from tests.conftest import GitRepo, docker_engine_running
 
+ROOT = Path(__file__).resolve().parents[2]
+"""This checkout: the commands run its portwright, whatever the current folder."""
+
 
 def portwright(repo: Path, *args: str,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -18,7 +21,7 @@ def portwright(repo: Path, *args: str,
                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
                                                                "COLUMNS": "120",
                                                                "HOME": str(repo),
-                                                               **(env or {})})
+                                                               "PYTHONPATH": str(ROOT), **(env or {})})
 
 
 def test_version() -> None:
