@@ -21,7 +21,8 @@ def portwright(repo: Path, *args: str,
                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
                                                                "COLUMNS": "120",
                                                                "HOME": str(repo),
-                                                               "PYTHONPATH": str(ROOT), **(env or {})})
+                                                               "PYTHONPATH": str(ROOT),
+                                                               **(env or {})})
 
 
 def test_version() -> None:
