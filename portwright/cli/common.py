@@ -78,11 +78,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def apply_overrides(model: str | None, sandbox: str | None, approve: str | None) -> None:
-    """``--model``, ``--sandbox`` and ``--approve`` as ``PORTWRIGHT_*`` variables of this
-    process: every project loaded from now on (a run's, a sync's and each of its port runs',
-    read from their base commit) gets them, and each run records the config it started with
-    (``run.json``), which its resumes use."""
+def override_keys(model: str | None, sandbox: str | None,
+                  approve: str | None) -> dict[str, str]:
+    """The config settings ``--model``, ``--sandbox`` and ``--approve`` change, as
+    ``section.key`` → value; a value no run can use is refused (exit 2)."""
     from portwright.errors import UsageError
 
     if approve not in (None, "auto", "ask"):
@@ -90,19 +89,6 @@ def apply_overrides(model: str | None, sandbox: str | None, approve: str | None)
     if sandbox not in (None, "auto", "docker", "bwrap", "local"):
         raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
                          fix="use auto, docker, bwrap or local")
-    if model:
-        os.environ["PORTWRIGHT_MODEL__NAME"] = model
-    if sandbox:
-        os.environ["PORTWRIGHT_SANDBOX__BACKEND"] = sandbox
-    if approve:
-        policy = "never" if approve == "auto" else "always"
-        for point in ("SPEC", "ADVANCE", "PR"):
-            os.environ[f"PORTWRIGHT_APPROVALS__{point}"] = policy
-
-
-def override_keys(model: str | None, sandbox: str | None,
-                   approve: str | None) -> dict[str, str]:
-    """The config settings a run's options change, as ``section.key`` → value."""
     keys: dict[str, str] = {}
     if model:
         keys["model.name"] = model
@@ -115,15 +101,18 @@ def override_keys(model: str | None, sandbox: str | None,
     return keys
 
 
-def check_options(proj: Project, approve: str | None, sandbox: str | None,
-                  overrides: dict[str, str]) -> None:
-    """Refuse run options that cannot work, before anything starts."""
-    from portwright.config import apply_overrides
-    from portwright.errors import UsageError
+def export_overrides(keys: dict[str, str]) -> None:
+    """``override_keys`` as ``PORTWRIGHT_*`` variables of this process: every project loaded
+    from now on (a run's, a sync's and each of its port runs', read from their base commit)
+    gets them, and each run records the config it started with (``run.json``), which its
+    resumes use."""
+    for key, value in keys.items():
+        os.environ["PORTWRIGHT_" + key.upper().replace(".", "__")] = value
 
-    if approve not in (None, "auto", "ask"):
-        raise UsageError(f"--approve {approve!r}", key="--approve", fix="use auto or ask")
-    if sandbox not in (None, "auto", "docker", "bwrap", "local"):
-        raise UsageError(f"--sandbox {sandbox!r}", key="--sandbox",
-                         fix="use auto, docker, bwrap or local")
+
+def check_options(proj: Project, overrides: dict[str, str]) -> None:
+    """Refuse run options whose values the config does not accept, before anything
+    starts."""
+    from portwright.config import apply_overrides
+
     apply_overrides(proj.config, overrides)

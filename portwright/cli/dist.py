@@ -183,7 +183,7 @@ def _schedule_request(proj: Project, argv: list[str]) -> tuple[str, Any]:
     params = ctx.params
     overrides = override_keys(params.get("model"), params.get("sandbox"),
                                    params.get("approve"))
-    check_options(proj, params.get("approve"), params.get("sandbox"), overrides)
+    check_options(proj, overrides)
     arg = request(proj, params["row"], overrides, params.get("replay"),
                   bool(params.get("allow_local")) or params.get("sandbox") == "local")
     return workflow, arg

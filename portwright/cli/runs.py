@@ -16,11 +16,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from portwright.cli.common import (
-    apply_overrides,
     check_options,
     console,
     emit_json,
     err_console,
+    export_overrides,
     override_keys,
     project,
 )
@@ -134,15 +134,15 @@ def run(
     from portwright.errors import UsageError
     from portwright.workflows import driver
 
-    apply_overrides(model, sandbox, approve)
+    overrides = override_keys(model, sandbox, approve)
+    export_overrides(overrides)
     if engine not in (None, "local", "temporal"):
         raise UsageError(f"--engine {engine!r}", key="--engine", fix="use local or temporal")
     if (row is None) == (next_rows is None):
         raise UsageError("name one row, or pass --next N", key="ROW",
                          fix="`portwright run ROW` or `portwright run --next 3`")
     committed = project(committed=True)
-    overrides = override_keys(model, sandbox, approve)
-    check_options(committed, approve, sandbox, overrides)
+    check_options(committed, overrides)
     if (engine or committed.config.runs.engine) == "temporal":
         from portwright.cli import dist
         from portwright.workflows.context import new_run_id

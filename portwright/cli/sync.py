@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from portwright.cli.common import apply_overrides, console, emit_json, project
+from portwright.cli.common import console, emit_json, export_overrides, override_keys, project
 
 if TYPE_CHECKING:
     from portwright.project import Project
@@ -149,7 +149,7 @@ def sync(
     move the pin once every commit is accounted for and every pin gate passes."""
     from portwright.workflows import sync_driver
 
-    apply_overrides(model, sandbox, approve)
+    export_overrides(override_keys(model, sandbox, approve))
     proj = project(committed=True)
     target = to if to is not None else proj.config.upstream.branch
     progress = _Progress(as_json)
