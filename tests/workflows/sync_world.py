@@ -15,17 +15,10 @@ from portwright.agents.llm import CompletionRequest, Message
 from portwright.agents.loop import SUBMIT
 from portwright.agents.offline import ScriptedModel, call
 from tests.conftest import GitRepo
+from tests.workflows.conftest import UPSTREAM_CACHE
 from tests.workflows.porter import Plan, porter
 
-CACHE = '''"""A KV cache."""
-
-
-def alloc(n, fill=0):
-    """Allocate ``n`` slots filled with ``fill``."""
-    if n < 0:
-        raise ValueError("n must be >= 0")
-    return [fill] * n
-'''
+CACHE = UPSTREAM_CACHE
 
 CACHE_TEST = '''import pytest
 
