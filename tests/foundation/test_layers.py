@@ -35,6 +35,8 @@ LAYERS: dict[str, frozenset[str]] = {
     "agents": FOUNDATION | {"vcs", "rules", "sandboxes", "evidence", "gates", "prompts"},
     "workflows": FOUNDATION | {"vcs", "rules", "runs", "sandboxes", "project", "evidence",
                                "parity", "gates", "agents"},
+    "eval": FOUNDATION | {"vcs", "rules", "runs", "sandboxes", "project", "evidence",
+                          "parity", "gates", "agents", "prompts", "workflows"},
 }
 """Room → the rooms it may import (besides itself). ``cli``, ``dist``, ``web`` and the
 commands ``doctor`` and ``scaffold`` are entry points: they may import any room, and no

@@ -1,0 +1,2 @@
+"""``portwright eval``: port tasks mined from real ports, run in the cycle and in a plain
+agent loop, and scored by hidden tests the agents never see. See ``docs/eval.md``."""
