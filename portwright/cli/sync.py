@@ -103,7 +103,8 @@ def _payload(result: SyncView) -> dict[str, Any]:
             "pin_moved": result.status.value == "done", "pin_commit": values.get("pin_commit"),
             "commits": commit_rows(values), "ports": values.get("ports", {}),
             "gates": values.get("gates", []), "next": list(result.next),
-            "pr": values.get("pr", "")}
+            "pr": values.get("pr", ""), "pr_url": values.get("pr_url", ""),
+            "pr_number": values.get("pr_number")}
 
 
 def finish(result: SyncView, as_json: bool) -> None:
@@ -120,6 +121,8 @@ def finish(result: SyncView, as_json: bool) -> None:
         if result.status.value == "done":
             console.print(f"pin moved to {values['target'][:12]} on {values['branch']}; "
                           f"report: portwright report {result.sync_id}", markup=False)
+            if values.get("pr_url"):
+                console.print(f"pull request: {values['pr_url']}", markup=False)
     if result.status.value == "blocked":
         raise typer.Exit(1)
 
@@ -195,6 +198,16 @@ def resume_sync(proj: Project, sync_id: str, as_json: bool, allow_local: bool) -
     from portwright.workflows import sync_driver
 
     result = sync_driver.resume(proj, sync_id, _Progress(as_json), allow_local=allow_local)
+    finish(result, as_json)
+
+
+def publish_sync(proj: Project, sync_id: str, as_json: bool) -> None:
+    from portwright.workflows import sync_driver
+
+    result = sync_driver.publish(proj, sync_id, _Progress(as_json))
+    if not as_json:
+        console.print(f"pull request of sync {sync_id}: {result.values['pr_url']}",
+                      markup=False)
     finish(result, as_json)
 
 
