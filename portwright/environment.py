@@ -39,6 +39,11 @@ OWN: dict[str, str] = {
 """Variables portwright reads itself, with what each means."""
 
 
+def variable(dotted: str) -> str:
+    """The variable that sets ``section.key``: ``model.name`` → ``PORTWRIGHT_MODEL__NAME``."""
+    return PREFIX + dotted.upper().replace(".", "__")
+
+
 def where(name: str) -> str:
     """How errors name a variable (in place of a file)."""
     return f"environment variable {name}"

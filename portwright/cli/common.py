@@ -106,8 +106,10 @@ def export_overrides(keys: dict[str, str]) -> None:
     from now on (a run's, a sync's and each of its port runs', read from their base commit)
     gets them, and each run records the config it started with (``run.json``), which its
     resumes use."""
+    from portwright.environment import variable
+
     for key, value in keys.items():
-        os.environ["PORTWRIGHT_" + key.upper().replace(".", "__")] = value
+        os.environ[variable(key)] = value
 
 
 def check_options(proj: Project, overrides: dict[str, str]) -> None:
