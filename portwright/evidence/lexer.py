@@ -208,6 +208,11 @@ def _code_key(token: Token | None) -> tuple[str, str] | None:
     return None if token is None else (token.kind, token.text)
 
 
+_new_tuple = tuple.__new__
+"""Tokens are made with ``_new_tuple(Token, (kind, text, line))``, in C: ``Token(...)`` runs
+a Python-level ``__new__`` for each of the hundreds of thousands of tokens a scan makes."""
+
+
 def _scan(text: str, lexer_family: Family, regex_literals: bool,
           base: _Base | None) -> tuple[Token, ...]:
     pattern = _PY_TOKEN if lexer_family == "python" else _C_TOKEN
@@ -220,13 +225,14 @@ def _scan(text: str, lexer_family: Family, regex_literals: bool,
             pos = _line_start(text, line)
     if pos == 0 and text.startswith("#!"):  # a shebang is not code
         pos = text.find("\n") if "\n" in text else end
+    add = tokens.append
     while pos < end:
         for match in pattern.finditer(text, pos):
             kind = match.lastgroup
             assert kind is not None
             value = match.group(kind)
             if kind == "newline":
-                tokens.append(Token("newline", "\n", line))
+                add(_new_tuple(Token, ("newline", "\n", line)))
                 line += 1
                 if base is not None:
                     rest = base.tail(tokens, line)
@@ -245,7 +251,7 @@ def _scan(text: str, lexer_family: Family, regex_literals: bool,
                     tokens.append(Token("regex", found.group(), line))
                     pos = found.end()
                     break
-            tokens.append(Token(kind, value, line))  # type: ignore[arg-type]
+            add(_new_tuple(Token, (kind, value, line)))
             if kind in ("comment", "string", "template"):
                 line += value.count("\n")
         else:
