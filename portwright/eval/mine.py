@@ -7,8 +7,9 @@ and its message or its added test lines point at the upstream:
   (also inside ``github.com/<upstream>/commit/<sha>`` links); hex words that resolve
   nowhere are ignored;
 - ``issue``: ``owner/repo#N`` or ``<name>#N`` of the upstream, ``upstream#N``, or a
-  ``github.com/<upstream>/(issues|pull)/N`` link; tied to the upstream commits whose
-  message names ``#N``;
+  ``github.com/<upstream>/(issues|pull)/N`` link (any owner of the upstream's name:
+  repositories move between owners); tied to the upstream commits whose message names
+  ``#N``;
 - ``version``: a version the upstream has a tag for (``sync with markdown-it 12.1.0``,
   ``port v0.30``), written beside the upstream's name or a word like *port* / *sync*; tied
   to the commits between the previous tag and that tag that touch files the downstream
@@ -136,7 +137,8 @@ def slug(repo: Path) -> str:
     """``owner/name`` of the repository: its GitHub ``origin``, else its last two folders
     (the ``<repos>/<owner>/<name>`` layout of the eval suites)."""
     found = _slug_of(repo)
-    return "/".join(found) if found else f"{repo.resolve().parent.name}/{repo.resolve().name}"
+    where = repo.absolute()  # not resolved: the <owner>/<name> folders may be links
+    return "/".join(found) if found else f"{where.parent.name}/{where.name}"
 
 
 def _slug_of(repo: Path) -> tuple[str, str] | None:
@@ -152,7 +154,7 @@ class Upstream:
     def __init__(self, repo: Path, slug: tuple[str, str] | None = None,
                  path_kinds: Mapping[str, list[str]] | None = None) -> None:
         self.repo = repo
-        self.slug = slug or _slug_of(repo) or ("", repo.name.lower())
+        self.slug = slug or _slug_of(repo) or (repo.parent.name.lower(), repo.name.lower())
         self.path_kinds = dict(path_kinds or default_path_kinds())
         self.commits = {c.sha: c for c in _log(repo, "--all")}
         self.shas = sorted(self.commits)
@@ -220,9 +222,9 @@ class Upstream:
 
 def _sha_clues(commit: _Commit, up: Upstream) -> list[Clue]:
     clues: dict[str, Clue] = {}
-    owner, name = up.slug
+    name = up.slug[1]
     for match in _COMMIT_URL.finditer(commit.message):
-        if (match[1].lower(), match[2].lower()) == (owner, name) or not owner:
+        if match[2].lower() == name:  # any owner: repositories move (jgm/x → org/x)
             full = up.resolve(match[3])
             if full:
                 clues[full] = Clue(kind="sha", text=match[0], upstream=[full])
@@ -240,7 +242,7 @@ def _issue_clues(commit: _Commit, up: Upstream) -> list[Clue]:
     for match in [*_ISSUE.finditer(commit.message), *_ISSUE_URL.finditer(commit.message)]:
         owner, repo, number = (g.lower() if g else "" for g in match.groups())
         said = f"{owner}/{repo}" if owner else repo
-        if said not in names and not (repo == up.slug[1] and owner in ("", up.slug[0])):
+        if said not in names and repo != up.slug[1]:  # any owner of the upstream's name
             continue
         if number not in seen:
             seen.add(number)
@@ -344,10 +346,12 @@ def mine(upstream_repo: Path, downstream_repo: Path, *, path_map: Mapping[str, s
          rev: str = "HEAD", gap: bool = False) -> list[Candidate]:
     """Candidate port tasks: downstream commits of ``rev`` that change tests and point at
     the upstream (see the module docstring), newest first."""
+    given = upstream_repo.absolute()
     upstream_repo = check_repo(upstream_repo, "upstream repository")
     downstream_repo = check_repo(downstream_repo, "downstream repository")
     path_map = dict(path_map or {})
-    up = Upstream(upstream_repo, upstream_slug)
+    owner, _, name = slug(given).lower().partition("/")
+    up = Upstream(upstream_repo, upstream_slug or (owner, name))
     kinds = default_path_kinds()
 
     def is_test(path: str) -> bool:
