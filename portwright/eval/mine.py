@@ -14,6 +14,8 @@ and its message or its added test lines point at the upstream:
   ``port v0.30``), written beside the upstream's name or a word like *port* / *sync*; tied
   to the commits between the previous tag and that tag that touch files the downstream
   commit's changes map to (``path_map``, else the same file stem);
+- ``subject``: the first line of an upstream commit, word for word (a port that keeps
+  the upstream's words: ``Fix parenthesis after commas (#32)``);
 - ``test``: a test file of the upstream (its stem) or a test title of the upstream
   (``it('…')``, ``describe('…')``, ``def test_…``) appearing in the message, the changed
   test paths or the added test lines.
@@ -45,7 +47,7 @@ from portwright.vcs.plumbing import check_repo, git, git_lines, run
 
 logger = logging.getLogger(__name__)
 
-EvidenceKind = Literal["sha", "issue", "version", "test", "gap"]
+EvidenceKind = Literal["sha", "issue", "version", "test", "subject", "gap"]
 
 _RS, _US = "\x1e", "\x1f"
 _HEX = re.compile(r"(?<![0-9A-Za-z/])([0-9a-f]{7,40})(?![0-9A-Za-z])")
@@ -128,6 +130,17 @@ def _log(repo: Path, *args: str) -> list[_Commit]:
     return commits
 
 
+def _words(subject: str) -> str:
+    """A subject without its pull-request number, emoji and punctuation, in lower case."""
+    text = re.sub(r"\(#\d+\)|\b(closes?|fix(es|ed)?)\s+#\d+", " ", subject.lower())
+    return " ".join(re.findall(r"[a-z0-9]+", text))
+
+
+def _subject_clues(commit: _Commit, up: Upstream) -> list[Clue]:
+    shas = up.subjects.get(_words(commit.subject), [])  # only a subject used once upstream:
+    return [Clue(kind="subject", text=commit.subject, upstream=shas)] if len(shas) == 1 else []
+
+
 def _stem(path: str) -> str:
     name = path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
     return re.sub(r"[^a-z0-9]", "", name.removeprefix("test_").removesuffix("_test"))
@@ -167,6 +180,10 @@ class Upstream:
                            if self.is_test(p) and len(s := _stem(p)) >= 5
                            and s not in _GENERIC_STEMS}
         self.titles = self._titles()
+        self.subjects: dict[str, list[str]] = defaultdict(list)
+        for commit in self.commits.values():
+            if len(words := _words(commit.subject)) >= 16:
+                self.subjects[words].append(commit.sha)
         self._ranges: dict[str, list[str]] = {}
 
     def is_test(self, path: str) -> bool:
@@ -363,7 +380,7 @@ def mine(upstream_repo: Path, downstream_repo: Path, *, path_map: Mapping[str, s
     found: list[Candidate] = []
     for commit in testing:
         tests = [p for p in commit.files if is_test(p)]
-        clues = [*_sha_clues(commit, up), *_issue_clues(commit, up),
+        clues = [*_sha_clues(commit, up), *_issue_clues(commit, up), *_subject_clues(commit, up),
                  *_version_clues(commit, up, path_map, is_test),
                  *_test_clues(commit, added.get(commit.sha, []), up, tests)]
         if not clues:

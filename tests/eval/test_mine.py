@@ -49,11 +49,12 @@ def pair(make_repo: Any) -> dict[str, Any]:
                                     "tests/test_emoji_names.py": "def test_names(): pass\n"})
     by_title = down.commit("Cover lists",
                            {"tests/test_lists.py": "# keeps tabs inside list items\n"})
+    by_subject = down.commit("Render soft breaks (#7)", {"tests/fixtures/soft.md": "a\n"})
     nowhere = down.commit("Bump deadbeefcafe1234 in the lock", {"tests/test_lock.py": "x\n"})
     return {"up": up.path, "down": down.path, "fix": fix, "render": render, "emoji": emoji,
             "base": base, "by_sha": by_sha, "by_issue": by_issue, "no_tests": no_tests,
             "by_version": by_version, "by_test": by_test, "by_title": by_title,
-            "nowhere": nowhere}
+            "by_subject": by_subject, "nowhere": nowhere}
 
 
 def _by_port(found: list[Candidate]) -> dict[str, Candidate]:
@@ -76,14 +77,16 @@ def test_references_become_candidates(pair: dict[str, Any]) -> None:
     assert found[pair["by_test"]].kinds == ["test"]
     title = found[pair["by_title"]]
     assert [c.text for c in title.clues] == ["keeps tabs inside list items"]
+    subject = found[pair["by_subject"]]
+    assert (subject.kinds, subject.upstream) == (["subject"], [pair["render"]])
 
 
 def test_no_test_change_and_unresolved_hex_are_skipped(pair: dict[str, Any]) -> None:
     found = _by_port(mine(pair["up"], pair["down"]))
     assert pair["no_tests"] not in found  # references the upstream, changes no test
     assert pair["nowhere"] not in found  # a hex word that resolves in no upstream commit
-    assert list(found) == [pair[k] for k in ("by_title", "by_test", "by_version", "by_issue",
-                                             "by_sha")]  # newest first
+    newest_first = ("by_subject", "by_title", "by_test", "by_version", "by_issue", "by_sha")
+    assert list(found) == [pair[k] for k in newest_first]
     assert len(mine(pair["up"], pair["down"], limit=2)) == 2
 
 
@@ -125,8 +128,8 @@ def test_cli_writes_candidates_and_json(pair: dict[str, Any], tmp_path: Path) ->
     assert done.exit_code == 0, done.output
     payload = json.loads(done.stdout)
     assert payload["upstream"] == "acme/widget"
-    assert len(payload["candidates"]) == 5
-    assert len(list(out.rglob("*.toml"))) == 5
+    assert len(payload["candidates"]) == 6
+    assert len(list(out.rglob("*.toml"))) == 6
     table = CliRunner().invoke(_cli(), ["mine", "--upstream", str(pair["up"]), "--downstream",
                                         str(pair["down"]), "--limit", "1"])
     assert table.exit_code == 0, table.output
