@@ -72,7 +72,13 @@ def _has_commit(repo: Path, sha: str) -> bool:
     return plumbing.run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
 
 
+def _origin(repo: Path) -> str:
+    return plumbing.run(repo, "config", "--get", "remote.origin.url").stdout.decode().strip()
+
+
 def _upstream(source: Path, dest: Path, pin: str) -> Path:
+    if (dest / ".git").is_dir() and _origin(dest) != str(source):
+        shutil.rmtree(dest)  # the clone of another upstream (the task changed): made again
     if not (dest / ".git").is_dir():
         partial = _fresh(dest)
         plumbing.git(dest.parent, "clone", "--quiet", "--no-checkout", str(source),
