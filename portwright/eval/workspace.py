@@ -34,7 +34,7 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BRANCH", "Workspace", "prepare"]
+__all__ = ["BRANCH", "Workspace", "commit_files", "prepare"]
 
 BRANCH = "main"
 """The downstream branch that holds the harness commit."""
@@ -97,7 +97,8 @@ def _downstream(source: Path, dest: Path, parent: str) -> Path:
         plumbing.git(partial, "init", "--quiet", "-b", BRANCH)
         partial.rename(dest)
     if not _has_commit(dest, parent):
-        # one commit by its sha: upload-pack must be told a sha that no ref names is fine
+        # by its sha, which no ref of the source may name: its upload-pack is told to
+        # serve it; only parent's history comes, never a commit after it
         plumbing.git(dest, "-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet",
                      "--no-tags", "--no-write-fetch-head", str(source), parent)
     return dest.resolve()
