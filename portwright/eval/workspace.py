@@ -3,9 +3,14 @@ harness commit, made under a folder of the output and never in a clone a person 
 
 ::
 
-    <where>/upstream      a clone of the upstream (objects hardlinked), HEAD detached at the pin
-    <where>/downstream    a new repository holding only ``parent``'s history, its ``main``
-                          the harness commit (:mod:`portwright.eval.harness`) on ``parent``
+    <where>/upstream/<name>    a clone of the upstream (objects hardlinked), HEAD detached at
+                               the pin
+    <where>/downstream/<name>  a new repository holding only ``parent``'s history, its
+                               ``main`` the harness commit (:mod:`portwright.eval.harness`)
+                               on ``parent``
+
+``<name>`` is the repository's name (``owner/<name>``): what names the environment image
+(``portwright/env-<name>``) and what agents see.
 
 The downstream gets ``parent`` by a fetch of that one commit: the real porting commit (and
 anything else after ``parent``) is never in it, so no agent can read the answer. It has no
@@ -66,6 +71,11 @@ def _fresh(dest: Path) -> Path:
         shutil.rmtree(partial)
     dest.parent.mkdir(parents=True, exist_ok=True)
     return partial
+
+
+def _name(repo: str) -> str:
+    """The folder of ``owner/name``: its name (``.git`` of a mirror's name dropped)."""
+    return repo.rsplit("/", 1)[-1].removesuffix(".git") or "repo"
 
 
 def _has_commit(repo: Path, sha: str) -> bool:
@@ -163,8 +173,10 @@ def prepare(task: PortTask, repos: Path, where: Path, *,
     repositories found in ``repos``; ``model`` (the ``[model]`` table) goes into the
     harness's ``portwright.toml`` when given."""
     resolved = resolve(task, repos)
-    upstream = _upstream(resolved.upstream, where / "upstream", resolved.pin)
-    downstream = _downstream(resolved.downstream, where / "downstream", resolved.parent)
+    upstream = _upstream(resolved.upstream, where / "upstream" / _name(task.upstream.repo),
+                         resolved.pin)
+    downstream = _downstream(resolved.downstream,
+                             where / "downstream" / _name(task.downstream.repo), resolved.parent)
     files = harness_files(
         task, lambda path: plumbing.show(downstream, resolved.parent, path),
         upstream=str(upstream), pin=resolved.pin, commits=list(resolved.commits),

@@ -88,7 +88,7 @@ def test_a_rerun_changes_nothing(pair: Pair, tmp_path: Path) -> None:
     assert git(first.downstream, "count-objects", "-v").stdout == objects
     assert (first.downstream / "AGENTS.md").stat().st_mtime_ns == mtime
     # the same task elsewhere gives the same harness commit but for the upstream's path
-    (tmp_path / "work" / "downstream" / "calc.py").write_text("broken\n")
+    (first.downstream / "calc.py").write_text("broken\n")
     git(first.downstream, "commit", "-qam", "work on top")
     third = prepare(task, pair.repos, tmp_path / "work")
     assert third.harness == first.harness
@@ -97,10 +97,13 @@ def test_a_rerun_changes_nothing(pair: Pair, tmp_path: Path) -> None:
 
 def test_a_half_made_clone_is_made_again(pair: Pair, tmp_path: Path) -> None:
     task = load(tmp_path, task_toml(pair))
-    (tmp_path / "work" / "upstream.partial").mkdir(parents=True)
-    (tmp_path / "work" / "upstream.partial" / "junk").write_text("x")
+    partial = tmp_path / "work" / "upstream" / "calc-js.partial"
+    partial.mkdir(parents=True)
+    (partial / "junk").write_text("x")
     ws = prepare(task, pair.repos, tmp_path / "work")
-    assert not (tmp_path / "work" / "upstream.partial").exists()
+    assert not partial.exists()
+    assert ws.upstream == (tmp_path / "work" / "upstream" / "calc-js").resolve()
+    assert ws.downstream == (tmp_path / "work" / "downstream" / "calc-py").resolve()
     assert git(ws.upstream, "rev-parse", "HEAD").stdout.strip() == pair.pin
 
 
