@@ -3,9 +3,14 @@ harness commit, made under a folder of the output and never in a clone a person 
 
 ::
 
-    <where>/upstream      a clone of the upstream (objects hardlinked), HEAD detached at the pin
-    <where>/downstream    a new repository holding only ``parent``'s history, its ``main``
-                          the harness commit (:mod:`portwright.eval.harness`) on ``parent``
+    <where>/upstream/<name>    a clone of the upstream (objects hardlinked), HEAD detached at
+                               the pin
+    <where>/downstream/<name>  a new repository holding only ``parent``'s history, its
+                               ``main`` the harness commit (:mod:`portwright.eval.harness`)
+                               on ``parent``
+
+``<name>`` is the repository's name (``owner/<name>``): what names the environment image
+(``portwright/env-<name>``) and what agents see.
 
 The downstream gets ``parent`` by a fetch of that one commit: the real porting commit (and
 anything else after ``parent``) is never in it, so no agent can read the answer. It has no
@@ -34,7 +39,7 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BRANCH", "Workspace", "prepare"]
+__all__ = ["BRANCH", "Workspace", "commit_files", "prepare"]
 
 BRANCH = "main"
 """The downstream branch that holds the harness commit."""
@@ -68,11 +73,22 @@ def _fresh(dest: Path) -> Path:
     return partial
 
 
+def _name(repo: str) -> str:
+    """The folder of ``owner/name``: its name (``.git`` of a mirror's name dropped)."""
+    return repo.rsplit("/", 1)[-1].removesuffix(".git") or "repo"
+
+
 def _has_commit(repo: Path, sha: str) -> bool:
     return plumbing.run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
 
 
+def _origin(repo: Path) -> str:
+    return plumbing.run(repo, "config", "--get", "remote.origin.url").stdout.decode().strip()
+
+
 def _upstream(source: Path, dest: Path, pin: str) -> Path:
+    if (dest / ".git").is_dir() and _origin(dest) != str(source):
+        shutil.rmtree(dest)  # the clone of another upstream (the task changed): made again
     if not (dest / ".git").is_dir():
         partial = _fresh(dest)
         plumbing.git(dest.parent, "clone", "--quiet", "--no-checkout", str(source),
@@ -91,7 +107,8 @@ def _downstream(source: Path, dest: Path, parent: str) -> Path:
         plumbing.git(partial, "init", "--quiet", "-b", BRANCH)
         partial.rename(dest)
     if not _has_commit(dest, parent):
-        # one commit by its sha: upload-pack must be told a sha that no ref names is fine
+        # by its sha, which no ref of the source may name: its upload-pack is told to
+        # serve it; only parent's history comes, never a commit after it
         plumbing.git(dest, "-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet",
                      "--no-tags", "--no-write-fetch-head", str(source), parent)
     return dest.resolve()
@@ -156,8 +173,10 @@ def prepare(task: PortTask, repos: Path, where: Path, *,
     repositories found in ``repos``; ``model`` (the ``[model]`` table) goes into the
     harness's ``portwright.toml`` when given."""
     resolved = resolve(task, repos)
-    upstream = _upstream(resolved.upstream, where / "upstream", resolved.pin)
-    downstream = _downstream(resolved.downstream, where / "downstream", resolved.parent)
+    upstream = _upstream(resolved.upstream, where / "upstream" / _name(task.upstream.repo),
+                         resolved.pin)
+    downstream = _downstream(resolved.downstream,
+                             where / "downstream" / _name(task.downstream.repo), resolved.parent)
     files = harness_files(
         task, lambda path: plumbing.show(downstream, resolved.parent, path),
         upstream=str(upstream), pin=resolved.pin, commits=list(resolved.commits),

@@ -3,6 +3,7 @@ harness commit, the port commit never in it, and a rerun that changes nothing.""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def test_a_rerun_changes_nothing(pair: Pair, tmp_path: Path) -> None:
     assert git(first.downstream, "count-objects", "-v").stdout == objects
     assert (first.downstream / "AGENTS.md").stat().st_mtime_ns == mtime
     # the same task elsewhere gives the same harness commit but for the upstream's path
-    (tmp_path / "work" / "downstream" / "calc.py").write_text("broken\n")
+    (first.downstream / "calc.py").write_text("broken\n")
     git(first.downstream, "commit", "-qam", "work on top")
     third = prepare(task, pair.repos, tmp_path / "work")
     assert third.harness == first.harness
@@ -96,10 +97,13 @@ def test_a_rerun_changes_nothing(pair: Pair, tmp_path: Path) -> None:
 
 def test_a_half_made_clone_is_made_again(pair: Pair, tmp_path: Path) -> None:
     task = load(tmp_path, task_toml(pair))
-    (tmp_path / "work" / "upstream.partial").mkdir(parents=True)
-    (tmp_path / "work" / "upstream.partial" / "junk").write_text("x")
+    partial = tmp_path / "work" / "upstream" / "calc-js.partial"
+    partial.mkdir(parents=True)
+    (partial / "junk").write_text("x")
     ws = prepare(task, pair.repos, tmp_path / "work")
-    assert not (tmp_path / "work" / "upstream.partial").exists()
+    assert not partial.exists()
+    assert ws.upstream == (tmp_path / "work" / "upstream" / "calc-js").resolve()
+    assert ws.downstream == (tmp_path / "work" / "downstream" / "calc-py").resolve()
     assert git(ws.upstream, "rev-parse", "HEAD").stdout.strip() == pair.pin
 
 
@@ -126,6 +130,8 @@ def test_existing_records_are_kept_and_the_harness_appended(tmp_path: Path) -> N
     assert "More prose." in rules
     assert "make test" not in rules
     assert rules.count("```toml portwright") == 1
+    assert rules.index("Keep upstream names.") < rules.index("```toml portwright") < \
+        rules.index("More prose.")  # the harness's gates where the downstream had its own
     assert (ws.downstream / "parity-ledger.md").read_text() == ledger
     assert (ws.downstream / "upstream-sync.md").read_text() == (
         f"# Sync\n\nPinned commit: `{pair.pin}`\n")
@@ -160,3 +166,17 @@ def test_repositories_and_revisions_that_are_not_there(pair: Pair, tmp_path: Pat
                                                        f'port = "{pair.parent}^"'))
     with pytest.raises(UsageError, match="does not descend from the parent"):
         resolve(backwards, pair.repos)
+
+
+def test_a_task_moved_to_another_upstream_clone_gets_a_new_clone(tmp_path: Path) -> None:
+    pair = build_pair(tmp_path / "repos")
+    task = load(tmp_path, task_toml(pair))
+    first = prepare(task, pair.repos, tmp_path / "work")
+    shutil.copytree(pair.upstream.path, pair.repos / "mirror" / "calc-js")
+    moved = load(tmp_path, task_toml(pair).replace('repo = "acme/calc-js"',
+                                                   'repo = "mirror/calc-js"'))
+    second = prepare(moved, pair.repos, tmp_path / "work")
+    assert second.upstream == first.upstream
+    origin = git(second.upstream, "config", "remote.origin.url").stdout.strip()
+    assert origin == str((pair.repos / "mirror" / "calc-js").resolve())
+    assert git(second.upstream, "rev-parse", "HEAD").stdout.strip() == pair.pin
