@@ -67,6 +67,17 @@ def overlay(data: dict[str, Any], environ: Mapping[str, str],
     return sources
 
 
+def override_name(key: str) -> str:
+    """The variable that overrides the config key ``key`` (dotted): ``model.name`` →
+    ``PORTWRIGHT_MODEL__NAME``."""
+    return PREFIX + key.upper().replace(".", "__")
+
+
+def override_environ(keys: Mapping[str, str]) -> dict[str, str]:
+    """Config keys (dotted) → values, as the ``PORTWRIGHT_*`` variables that set them."""
+    return {override_name(key): value for key, value in keys.items()}
+
+
 def _keys(name: str, sections: Collection[str]) -> tuple[str, ...]:
     parts = name[len(PREFIX):].split("__")
     own = ", ".join(sorted(OWN))
