@@ -31,6 +31,7 @@ from portwright.agents.llm import LLMClient
 from portwright.agents.loop import Status
 from portwright.environment import override_environ
 from portwright.eval.loop import port_in_loop
+from portwright.eval.results import Failure, Mode
 from portwright.project import Project
 from portwright.runs.models import EvidenceKind
 from portwright.runs.report import spend
@@ -42,15 +43,12 @@ from portwright.workflows.state import GateRef, RunStatus
 
 logger = logging.getLogger(__name__)
 
-Mode = Literal["cycle", "loop"]
-MODES: tuple[Mode, ...] = ("cycle", "loop")
-Failure = Literal["budget", "bound", "gate", "review", "error"]
-"""How a mode can fail on its own (the runner adds ``hidden_tests`` and ``integrity``)."""
 OnEvent = Callable[[dict[str, Any]], None]
 
 AGENT_FAILURE: dict[Status, Failure] = {
-    Status.BUDGET_EXHAUSTED: "budget", Status.STEP_LIMIT: "bound", Status.STUCK: "bound",
-    Status.MODEL_ERROR: "error", Status.FAILED: "error"}
+    Status.BUDGET_EXHAUSTED: Failure.BUDGET, Status.STEP_LIMIT: Failure.BOUND,
+    Status.STUCK: Failure.BOUND, Status.MODEL_ERROR: Failure.ERROR,
+    Status.FAILED: Failure.ERROR}
 """The failure class of an agent turn that ended without its result."""
 
 
@@ -83,14 +81,15 @@ class ModeOutcome(BaseModel):
     """cycle: the framework saw the ported tests fail on the tests-only commit."""
     gates_passed: bool | None = None
     """cycle: every ``full`` gate passed in their last round."""
-    review: str | None = None
+    review: Literal["approve", "changes_requested"] | None = None
     """cycle: the reviewer's last decision (None: never reviewed)."""
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
     calls: int = 0
     failure: Failure | None = None
-    """How the run ended when it did not end well."""
+    """How the run ended when it did not end well (``budget``, ``bound``, ``gate``,
+    ``review``, ``error``; the runner adds ``hidden_tests`` and ``integrity``)."""
     detail: str = ""
     """One line: the run's reason."""
 
@@ -100,7 +99,7 @@ def run_mode(mode: Mode, project: Project, row: str, *, run_id: str,
              allow_local: bool = False, on_event: OnEvent | None = None) -> ModeOutcome:
     """Run ``mode`` on ``row`` of ``project`` as run ``run_id`` (continued when it exists),
     porting upstream up to ``target`` (default ``[upstream] branch``)."""
-    run = run_cycle if mode == "cycle" else run_loop
+    run = run_cycle if mode is Mode.CYCLE else run_loop
     return run(project, row, run_id=run_id, target=target, model=model or ModelSource(),
                allow_local=allow_local, on_event=on_event or (lambda event: None))
 
@@ -132,10 +131,10 @@ def cycle_outcome(project: Project, view: driver.RunView) -> ModeOutcome:
     gates = [GateRef.model_validate(g) for g in values.get("gates") or []]
     failure, detail = cycle_failure(view.status, str(values.get("reason") or ""), gates)
     return ModeOutcome(
-        mode="cycle", run_id=run_id, status=view.status.value,
+        mode=Mode.CYCLE, run_id=run_id, status=view.status.value,
         base=str(values.get("base") or ""), head=_branch_head(project, run_id),
         red_observed=red, gates_passed=full_gates_passed(gates),
-        review=str(values.get("review") or "") or None, failure=failure, detail=detail,
+        review=values.get("review") or None, failure=failure, detail=detail,
         **_spent(project, run_id))
 
 
@@ -172,21 +171,22 @@ def cycle_failure(status: RunStatus, reason: str, gates: list[GateRef]
     if status in (RunStatus.DONE, RunStatus.LANDED):
         return None, detail
     if status is not RunStatus.BLOCKED:
-        return "error", f"the run did not end ({status.value}){': ' + detail if detail else ''}"
+        said = f": {detail}" if detail else ""
+        return Failure.ERROR, f"the run did not end ({status.value}){said}"
     bound = _BOUND.match(reason)
     if bound is not None:
         loop = bound["loop"]
         if loop == "review":
-            return "review", detail
+            return Failure.REVIEW, detail
         if loop == "implement" and gates and not gates[-1].passed:
-            return "gate", detail
-        return "bound", detail
+            return Failure.GATE, detail
+        return Failure.BOUND, detail
     agent = _AGENT_END.match(reason)
     if agent is not None and agent["status"] in set(Status):
-        return AGENT_FAILURE.get(Status(agent["status"]), "error"), detail
+        return AGENT_FAILURE.get(Status(agent["status"]), Failure.ERROR), detail
     if reason.startswith(_GATE_BLOCKS):
-        return "gate", detail
-    return "error", detail
+        return Failure.GATE, detail
+    return Failure.ERROR, detail
 
 
 # -- loop ------------------------------------------------------------------------------
@@ -206,8 +206,9 @@ def run_loop(project: Project, row: str, *, run_id: str, target: str | None,
                              client=model.client) as ctx:
         end = port_in_loop(ctx, row, target)
     on_event({"event": "agent_finished", "role": "loop", "status": end.status.value})
-    failure = None if end.status is Status.DONE else AGENT_FAILURE.get(end.status, "error")
-    return ModeOutcome(mode="loop", run_id=run_id, status=end.status.value, base=base,
+    failure = (None if end.status is Status.DONE
+               else AGENT_FAILURE.get(end.status, Failure.ERROR))
+    return ModeOutcome(mode=Mode.LOOP, run_id=run_id, status=end.status.value, base=base,
                        head=_branch_head(project, run_id), failure=failure,
                        detail=end.reason.splitlines()[0] if end.reason else "",
                        **_spent(project, run_id))
