@@ -20,10 +20,11 @@ def line_from_message(message: str) -> int | None:
 
 def config_error(
     exc: ValidationError, path: Path, text: str, env_sources: dict[tuple[str, ...], str],
-    root: type[BaseModel],
+    root: type[BaseModel], *, example: str = "see `portwright init` for an example",
 ) -> ConfigError:
     """The :class:`ConfigError` of the first validation error of ``root`` (the whole
-    config): the variable that set the value, else the file, line and key, with a fix."""
+    config): the variable that set the value, else the file, line and key, with a fix
+    (``example`` says where a missing key or table is shown)."""
     first = exc.errors()[0]
     loc = tuple(str(part) for part in first["loc"])
     key = ".".join(loc)
@@ -43,10 +44,10 @@ def config_error(
         return ConfigError(message, file=environment.where(env_name), key=key,
                            fix=f"correct or unset {env_name}")
     return ConfigError(message, file=path, line=locate_key(text, loc), key=key,
-                       fix=_fix_for(first["type"], loc, root))
+                       fix=_fix_for(first["type"], loc, root, example))
 
 
-def _fix_for(kind: str, loc: tuple[str, ...], root: type[BaseModel]) -> str:
+def _fix_for(kind: str, loc: tuple[str, ...], root: type[BaseModel], example: str) -> str:
     section = ".".join(loc[:-1])
     if kind == "missing":
         table = _submodel(root, loc)
@@ -54,13 +55,14 @@ def _fix_for(kind: str, loc: tuple[str, ...], root: type[BaseModel]) -> str:
             needed = [name for name, f in table.model_fields.items() if f.is_required()]
             keys = ", ".join(f"`{name} = ...`" for name in needed)
             return (f"add the [{'.'.join(loc)}] table" + (f" with {keys}" if keys else "")
-                    + " (see `portwright init` for an example)")
+                    + f" ({example})")
         where = f"under [{section}]" if section else "at the top"
-        return f"add `{loc[-1]} = ...` {where} (see `portwright init` for an example)"
+        return f"add `{loc[-1]} = ...` {where} ({example})"
     if kind == "extra_forbidden":
         valid = _valid_keys(root, loc[:-1])
         return f"remove or rename it; valid keys here: {', '.join(valid)}"
-    return f"set `{loc[-1]}` to a valid value (the expected type is in the message)"
+    name = [part for part in loc if not part.isdigit()][-1] if loc else "the key"
+    return f"set `{name}` to a valid value (the expected type is in the message)"
 
 
 def _submodel(root: type[BaseModel], section: tuple[str, ...]) -> type[BaseModel] | None:

@@ -4,6 +4,7 @@ scripted models: what each reports is what the framework recorded."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,11 +14,17 @@ from portwright.eval.loop import OUTCOME
 from portwright.eval.modes import ModelSource, run_mode
 from portwright.project import Project
 from portwright.vcs import plumbing
-from tests.eval.conftest import TESTS, Tinystats
 from tests.eval.scripted import LoopPlan, loop_agent
+from tests.eval.tinystats import TESTS, Tinystats, build_tinystats, needs_engine
 from tests.workflows.porter import porter
 
-pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("engine")]
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def tinystats(tmp_path: Path) -> Tinystats:
+    needs_engine()
+    return build_tinystats(tmp_path)
 
 ROW = "moving-average"
 

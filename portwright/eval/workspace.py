@@ -1,0 +1,174 @@
+"""A task's workspace: the upstream at the pin, the downstream at ``parent`` plus the
+harness commit, made under a folder of the output and never in a clone a person uses.
+
+::
+
+    <where>/upstream      a clone of the upstream (objects hardlinked), HEAD detached at the pin
+    <where>/downstream    a new repository holding only ``parent``'s history, its ``main``
+                          the harness commit (:mod:`portwright.eval.harness`) on ``parent``
+
+The downstream gets ``parent`` by a fetch of that one commit: the real porting commit (and
+anything else after ``parent``) is never in it, so no agent can read the answer. It has no
+remote. The harness commit is made with fixed identity and dates, so the same task gives the
+same sha; :func:`prepare` run again finds everything in place and changes nothing (a half
+made clone from a crash is made again). Runs work in worktrees of the downstream
+(:func:`portwright.vcs.worktree.run_worktree`) from :attr:`Workspace.harness`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from portwright.errors import RepositoryError
+from portwright.eval.harness import harness_files, row_id
+from portwright.eval.repos import ResolvedTask, resolve
+from portwright.eval.tasks import PortTask
+from portwright.vcs import plumbing
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["BRANCH", "Workspace", "prepare"]
+
+BRANCH = "main"
+"""The downstream branch that holds the harness commit."""
+_IDENTITY = ("portwright eval", "portwright-eval@localhost")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where a task's workspace is, and the commits it starts from."""
+
+    upstream: Path
+    """The upstream clone, HEAD detached at the pin."""
+    downstream: Path
+    """The downstream repository: ``main`` is the harness commit."""
+    pin: str
+    parent: str
+    harness: str
+    """The harness commit (a child of ``parent``): where every run starts."""
+    row: str
+    """The matrix row of the task."""
+    task: ResolvedTask
+    """The task, its source clones and shas (for the hidden tests)."""
+
+
+def _fresh(dest: Path) -> Path:
+    """A new empty folder beside ``dest`` to build it in (renamed into place when done)."""
+    partial = dest.with_name(dest.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return partial
+
+
+def _has_commit(repo: Path, sha: str) -> bool:
+    return plumbing.run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
+
+
+def _upstream(source: Path, dest: Path, pin: str) -> Path:
+    if not (dest / ".git").is_dir():
+        partial = _fresh(dest)
+        plumbing.git(dest.parent, "clone", "--quiet", "--no-checkout", str(source),
+                     partial.name)
+        partial.rename(dest)
+    if plumbing.run(dest, "rev-parse", "--verify", "--quiet", "HEAD").stdout.decode().strip() \
+            != pin or plumbing.run(dest, "status", "--porcelain").stdout.strip():
+        plumbing.git(dest, "checkout", "--quiet", "--force", "--detach", pin)
+    return dest.resolve()
+
+
+def _downstream(source: Path, dest: Path, parent: str) -> Path:
+    if not (dest / ".git").is_dir():
+        partial = _fresh(dest)
+        partial.mkdir()
+        plumbing.git(partial, "init", "--quiet", "-b", BRANCH)
+        partial.rename(dest)
+    if not _has_commit(dest, parent):
+        # one commit by its sha: upload-pack must be told a sha that no ref names is fine
+        plumbing.git(dest, "-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet",
+                     "--no-tags", "--no-write-fetch-head", str(source), parent)
+    return dest.resolve()
+
+
+def _dates(repo: Path, sha: str) -> dict[str, str]:
+    """Author and committer identity and dates of a commit made as if at ``sha``'s time."""
+    when = plumbing.git(repo, "log", "-1", "--format=%cd", "--date=raw", sha).decode().strip()
+    name, email = _IDENTITY
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+
+
+def _git_env(repo: Path, env: Mapping[str, str], *args: str, stdin: bytes | None = None) -> str:
+    done = plumbing.run(repo, *args, stdin=stdin, env={**os.environ, **env})
+    if done.returncode != 0:
+        raise RepositoryError(f"git {args[0]} failed while writing the harness commit: "
+                              f"{done.stderr.decode('utf-8', 'replace').strip()}", file=repo,
+                              fix="check the workspace folder is writable; delete it to "
+                                  "start over")
+    return done.stdout.decode().strip()
+
+
+def commit_files(repo: Path, parent: str, files: Mapping[str, bytes], message: str) -> str:
+    """A commit of ``files`` (path → bytes) over ``parent``'s tree, made through a private
+    index (the work tree is not touched), with fixed identity and dates: its sha."""
+    with tempfile.TemporaryDirectory(prefix="portwright-harness-") as folder:
+        env = {"GIT_INDEX_FILE": str(Path(folder) / "index"), **_dates(repo, parent)}
+        _git_env(repo, env, "read-tree", parent)
+        for path, data in sorted(files.items()):
+            blob = _git_env(repo, env, "hash-object", "-w", "--stdin", stdin=data)
+            _git_env(repo, env, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+        tree = _git_env(repo, env, "write-tree")
+        return _git_env(repo, env, "commit-tree", tree, "-p", parent, "-F", "-",
+                        stdin=message.encode())
+
+
+def _touched(upstream: Path, commits: tuple[str, ...]) -> list[str]:
+    """The upstream paths ``commits`` change."""
+    paths: set[str] = set()
+    for sha in commits:
+        out = plumbing.git(upstream, "diff-tree", "--no-commit-id", "--name-only", "-r", "-z",
+                           "--root", sha)
+        paths.update(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
+    return sorted(paths)
+
+
+def _check_out(repo: Path, harness: str) -> None:
+    """``main`` at the harness commit, checked out; kept when it already is there or has
+    commits on top of it (work resumed)."""
+    done = plumbing.run(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{BRANCH}")
+    tip = done.stdout.decode().strip()
+    head = plumbing.run(repo, "symbolic-ref", "--quiet", "HEAD").stdout.decode().strip()
+    if tip and plumbing.is_ancestor(repo, harness, tip) and head == f"refs/heads/{BRANCH}":
+        return
+    plumbing.git(repo, "checkout", "--quiet", "--force", "-B", BRANCH, harness)
+
+
+def prepare(task: PortTask, repos: Path, where: Path, *,
+            model: Mapping[str, Any] | None = None) -> Workspace:
+    """The workspace of ``task`` under ``where`` (made, or found in place), its
+    repositories found in ``repos``; ``model`` (the ``[model]`` table) goes into the
+    harness's ``portwright.toml`` when given."""
+    resolved = resolve(task, repos)
+    upstream = _upstream(resolved.upstream, where / "upstream", resolved.pin)
+    downstream = _downstream(resolved.downstream, where / "downstream", resolved.parent)
+    files = harness_files(
+        task, lambda path: plumbing.show(downstream, resolved.parent, path),
+        upstream=str(upstream), pin=resolved.pin, commits=list(resolved.commits),
+        upstream_paths=_touched(resolved.upstream, resolved.commits), model=model)
+    row = row_id(task)
+    message = (f"portwright eval: the harness of {task.id}\n\n"
+               f"portwright.toml, AGENTS.md, the matrix row {row}, the ledger, the inventory "
+               f"and the pin {resolved.pin[:12]},\nwritten by the framework: not part of the "
+               f"port.\n\nPortwright-Eval-Task: {task.id}\n")
+    harness = commit_files(downstream, resolved.parent, files, message)
+    _check_out(downstream, harness)
+    logger.info("workspace of %s: %s (harness %s)", task.id, where, harness[:12])
+    return Workspace(upstream=upstream, downstream=downstream, pin=resolved.pin,
+                     parent=resolved.parent, harness=harness, row=row, task=resolved)

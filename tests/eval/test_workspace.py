@@ -1,0 +1,162 @@
+"""The workspace of a task: the upstream at the pin, the downstream at the parent plus the
+harness commit, the port commit never in it, and a rerun that changes nothing."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from portwright.errors import RepositoryError, RevisionError, UsageError
+from portwright.eval.repos import REPOS_ENV, repos_root, resolve
+from portwright.eval.tasks import PortTask, load_suite
+from portwright.eval.workspace import prepare
+from portwright.parity.matrix import load_rows
+from portwright.parity.pin import read_pin
+from portwright.project import Project
+from portwright.rules import Phase
+from tests.eval.conftest import Pair, build_pair, task_toml
+
+
+def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=check)
+
+
+def load(tmp_path: Path, text: str) -> PortTask:
+    path = tmp_path / "tasks" / "calc.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return load_suite(path).tasks[0]
+
+
+def test_the_harness_commit_and_the_pin(pair: Pair, tmp_path: Path) -> None:
+    task = load(tmp_path, task_toml(pair))
+    ws = prepare(task, pair.repos, tmp_path / "work")
+
+    assert (ws.pin, ws.parent, ws.row) == (pair.pin, pair.parent, "sub")
+    assert git(ws.upstream, "rev-parse", "HEAD").stdout.strip() == pair.pin
+    assert git(ws.downstream, "rev-parse", "main", "main^").stdout.split() == [
+        ws.harness, pair.parent]
+    assert git(ws.downstream, "symbolic-ref", "HEAD").stdout.strip() == "refs/heads/main"
+    assert git(ws.downstream, "status", "--porcelain").stdout == ""
+    changed = git(ws.downstream, "diff", "--name-only", pair.parent, ws.harness).stdout.split()
+    assert sorted(changed) == ["AGENTS.md", "docs/parity/matrix.md", "parity-ledger.md",
+                               "porting-inventory.md", "portwright.toml", "upstream-sync.md"]
+
+    project = Project.load(ws.downstream, at="HEAD")
+    assert Path(project.config.upstream.source) == ws.upstream
+    assert project.upstream() == ws.upstream
+    assert project.config.upstream.path_map == {"src/": "", "test/": "tests/"}
+    assert project.config.sandbox.backend.value == "docker"
+    assert project.config.approvals.advance == "never"
+    gates = {g.name: g.spec for g in project.rules().gates()}
+    assert gates["tests"].run == "python3 -m pytest -q -rA -p no:cacheprovider"
+    assert Phase.RED in gates["tests"].phases
+    assert {g.check.value for g in gates.values() if g.check} == {
+        "anchors", "spec-complete", "no-test-weakening", "reconciled"}
+    rows = load_rows(ws.downstream, project.config)
+    assert [(r.id, r.title, r.status) for r in rows] == [("sub", "Port sub", "missing")]
+    assert rows[0].upstream == ["src/calc.js", "test/calc.test.js"]  # README.md is docs
+    assert read_pin(ws.downstream, project.config) == pair.pin
+
+
+def test_the_port_commit_is_never_in_the_workspace(pair: Pair, tmp_path: Path) -> None:
+    task = load(tmp_path, task_toml(pair))
+    ws = prepare(task, pair.repos, tmp_path / "work")
+    assert git(pair.downstream.path, "cat-file", "-e", pair.port, check=False).returncode == 0
+    assert git(ws.downstream, "cat-file", "-e", pair.port, check=False).returncode != 0
+    ported = git(pair.downstream.path, "rev-parse", f"{pair.port}:tests/test_sub.py").stdout
+    assert git(ws.downstream, "cat-file", "-e", ported.strip(), check=False).returncode != 0
+    assert git(ws.downstream, "remote").stdout == ""
+    assert not (ws.downstream / ".git" / "objects" / "info" / "alternates").exists()
+    assert not (ws.downstream / ".git" / "FETCH_HEAD").exists()
+    assert not (ws.downstream / "tests" / "test_sub.py").exists()
+
+
+def test_a_rerun_changes_nothing(pair: Pair, tmp_path: Path) -> None:
+    task = load(tmp_path, task_toml(pair))
+    first = prepare(task, pair.repos, tmp_path / "work")
+    refs = git(first.downstream, "show-ref").stdout
+    objects = git(first.downstream, "count-objects", "-v").stdout
+    mtime = (first.downstream / "AGENTS.md").stat().st_mtime_ns
+    second = prepare(task, pair.repos, tmp_path / "work")
+    assert second == first
+    assert git(first.downstream, "show-ref").stdout == refs
+    assert git(first.downstream, "count-objects", "-v").stdout == objects
+    assert (first.downstream / "AGENTS.md").stat().st_mtime_ns == mtime
+    # the same task elsewhere gives the same harness commit but for the upstream's path
+    (tmp_path / "work" / "downstream" / "calc.py").write_text("broken\n")
+    git(first.downstream, "commit", "-qam", "work on top")
+    third = prepare(task, pair.repos, tmp_path / "work")
+    assert third.harness == first.harness
+    assert (first.downstream / "calc.py").read_text() == "broken\n"  # resumed work kept
+
+
+def test_a_half_made_clone_is_made_again(pair: Pair, tmp_path: Path) -> None:
+    task = load(tmp_path, task_toml(pair))
+    (tmp_path / "work" / "upstream.partial").mkdir(parents=True)
+    (tmp_path / "work" / "upstream.partial" / "junk").write_text("x")
+    ws = prepare(task, pair.repos, tmp_path / "work")
+    assert not (tmp_path / "work" / "upstream.partial").exists()
+    assert git(ws.upstream, "rev-parse", "HEAD").stdout.strip() == pair.pin
+
+
+def test_existing_records_are_kept_and_the_harness_appended(tmp_path: Path) -> None:
+    pair = build_pair(tmp_path / "repos")
+    down = pair.downstream
+    down.git("checkout", "-q", "-b", "records", pair.parent)
+    agents = ("# calc rules\n\nKeep upstream names.\n\n```toml portwright\n[[gate]]\n"
+              'name = "tests"\nrun = "make test"\nphases = ["full"]\n```\n\nMore prose.\n')
+    ledger = ("# Ledger\n\n| change | upstream | kind | cost | notes |\n"
+              "| --- | --- | --- | --- | --- |\n| calc.py | from-scratch | from-scratch | | |\n")
+    parent = down.commit("records", {
+        "AGENTS.md": agents, "parity-ledger.md": ledger,
+        "upstream-sync.md": "# Sync\n\nPinned commit: `" + "0" * 40 + "`\n",
+        "docs/parity/matrix.md": "# Matrix\n\n| id | title | status |\n| --- | --- | --- |\n"
+                                 "| add | Add | ported |\n"})
+    port = down.commit("port", {"tests/test_sub.py": "x\n"})
+    task = load(tmp_path, task_toml(pair, down=(
+        f'[downstream]\nrepo = "acme/calc-py"\nparent = "{parent}"\nport = "{port}"')))
+    ws = prepare(task, pair.repos, tmp_path / "work")
+
+    rules = (ws.downstream / "AGENTS.md").read_text()
+    assert "Keep upstream names." in rules
+    assert "More prose." in rules
+    assert "make test" not in rules
+    assert rules.count("```toml portwright") == 1
+    assert (ws.downstream / "parity-ledger.md").read_text() == ledger
+    assert (ws.downstream / "upstream-sync.md").read_text() == (
+        f"# Sync\n\nPinned commit: `{pair.pin}`\n")
+    project = Project.load(ws.downstream, at="HEAD")
+    assert [(r.id, r.status) for r in load_rows(ws.downstream, project.config)] == [
+        ("add", "ported"), ("sub", "missing")]
+
+
+def test_repositories_and_revisions_that_are_not_there(pair: Pair, tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        repos_root(None, {})
+    assert caught.value.key == "--repos"
+    assert REPOS_ENV in (caught.value.fix or "")
+    assert repos_root(None, {REPOS_ENV: str(pair.repos)}) == pair.repos.resolve()
+
+    task = load(tmp_path, task_toml(pair))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RepositoryError) as missing:
+        resolve(task, empty)
+    assert (missing.value.file, missing.value.line) == (str(task.file), 4)
+    assert missing.value.fix == f"git clone https://github.com/acme/calc-js {empty}/acme/calc-js"
+
+    absent = load(tmp_path, task_toml(pair).replace(pair.port, "f" * 40))
+    with pytest.raises(RevisionError) as unknown:
+        resolve(absent, pair.repos)
+    assert (unknown.value.file, unknown.value.line, unknown.value.key) == (
+        str(absent.file), 9, "downstream.port")
+    assert "may need a fetch" in (unknown.value.fix or "")
+
+    backwards = load(tmp_path, task_toml(pair).replace(f'port = "{pair.port}"',
+                                                       f'port = "{pair.parent}^"'))
+    with pytest.raises(UsageError, match="does not descend from the parent"):
+        resolve(backwards, pair.repos)
