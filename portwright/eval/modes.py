@@ -99,7 +99,7 @@ def run_mode(mode: Mode, project: Project, row: str, *, run_id: str,
              allow_local: bool = False, on_event: OnEvent | None = None) -> ModeOutcome:
     """Run ``mode`` on ``row`` of ``project`` as run ``run_id`` (continued when it exists),
     porting upstream up to ``target`` (default ``[upstream] branch``)."""
-    run = run_cycle if mode is Mode.CYCLE else run_loop
+    run = run_cycle if Mode(mode) is Mode.CYCLE else run_loop
     return run(project, row, run_id=run_id, target=target, model=model or ModelSource(),
                allow_local=allow_local, on_event=on_event or (lambda event: None))
 
