@@ -3,7 +3,8 @@ a grid of the paired tasks (a row per task, a column per side) saying resolved o
 failure class.
 
 Drawn with matplotlib's object API on the Agg canvas (no pyplot, no display, no global
-backend), in matplotlib's default style whatever the user's matplotlibrc says, and saved
+backend), in matplotlib's default style whatever the user's matplotlibrc says (labels
+never parsed as mathtext), and saved
 without the ``Software`` text chunk: the same comparison gives the same bytes.
 """
 
@@ -40,7 +41,8 @@ DPI = 100
 
 def write_chart(comparison: Comparison, path: Path) -> Path:
     """Draw ``comparison`` into the PNG ``path``; return ``path``."""
-    with style.context("default"):
+    # text is text: a `$` in a task id or a model name is no mathtext
+    with style.context(["default", {"text.parse_math": False}]):
         height = max(BARS_INCHES, 1.6 + ROW_INCHES * len(comparison.pairs))
         figure = Figure(figsize=(11, height), dpi=DPI, layout="constrained")
         FigureCanvasAgg(figure)

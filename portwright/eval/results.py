@@ -427,6 +427,10 @@ def _load(path: Path, model: type[_Loaded], what: str) -> _Loaded:
     except json.JSONDecodeError as exc:
         raise UsageError(f"not JSON: {exc.msg} (column {exc.colno})", file=path,
                          line=exc.lineno, fix=f"mend the JSON at that line, {AGAIN}") from exc
+    if model is EvalReport and isinstance(data, dict) and "task" in data:
+        raise UsageError("one task's result, not a report", file=path,
+                         fix="pass the output folder (its results are put together), or its "
+                             "report.json")
     if not isinstance(data, dict) or not set(data) & set(model.model_fields):
         raise UsageError(f"not {what} of `portwright eval run`", file=path,
                          fix=REPORT_FIX)

@@ -42,3 +42,15 @@ def test_forty_tasks_get_a_taller_chart(tmp_path: Path) -> None:
     with Image.open(small) as s, Image.open(big) as g:
         assert g.height > 2 * s.height
         assert g.height / 40 >= 20  # at least 20 pixels per task row
+
+
+def test_no_pairs_and_dollar_signs_still_draw(tmp_path: Path) -> None:
+    a = EvalReport(suite="s", mode=Mode.CYCLE, model="$cheap$ model", budget=None,
+                   results=[result("costs $\\nothing{5}$", Mode.CYCLE, True)])
+    b = EvalReport(suite="s", mode=Mode.CYCLE, model="$dear_model", budget=None,
+                   results=[result("elsewhere", Mode.CYCLE, True)])
+    with Image.open(write_chart(compare(a, b), tmp_path / "none.png")) as image:
+        image.verify()
+    b = b.model_copy(update={"results": [result("costs $\\nothing{5}$", Mode.CYCLE, True)]})
+    with Image.open(write_chart(compare(a, b), tmp_path / "dollars.png")) as image:
+        image.verify()

@@ -266,3 +266,11 @@ def test_a_broken_result_file_is_named(tmp_path: Path) -> None:
         read_report(tmp_path)
     assert caught.value.file == str(tmp_path / "results" / "t.loop.json")
     assert caught.value.key in {"model", "resolved"}
+
+
+def test_a_task_result_is_not_a_report(tmp_path: Path) -> None:
+    path = tmp_path / "t.loop.json"
+    path.write_text(result("t", Mode.LOOP, True).model_dump_json())
+    with pytest.raises(UsageError, match="one task's result, not a report") as caught:
+        read_report(path)
+    assert "output folder" in (caught.value.fix or "")
