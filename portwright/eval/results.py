@@ -12,6 +12,7 @@ import statistics
 from collections import Counter
 from enum import StrEnum
 from fractions import Fraction
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -337,6 +338,11 @@ def compare(a: EvalReport, b: EvalReport,
         table=table, p_value=p_value, reading=_reading(table, p_value, name_a, name_b))
 
 
+def p_text(p_value: float) -> str:
+    """A p-value to four places (``< 0.0001`` below that)."""
+    return "< 0.0001" if p_value < 0.0001 else f"{p_value:.4f}"
+
+
 def _labels(a: EvalReport, b: EvalReport) -> tuple[str, str]:
     if a.mode is not b.mode:
         return a.mode.value, b.mode.value
@@ -361,8 +367,8 @@ def _reading(table: Concordance, p_value: float, name_a: str, name_b: str) -> st
 
 _Loaded = TypeVar("_Loaded", bound=BaseModel)
 
-REPORT_FIX = ("pass the report.json `portwright eval run` wrote (or its output folder), or "
-              "write it again with `portwright eval run`")
+REPORT_FIX = "pass a report.json that `portwright eval run` wrote, or its output folder"
+AGAIN = "or write the report again with `portwright eval run`"
 
 
 def read_report(path: Path, mode: Mode | None = None) -> EvalReport:
@@ -398,10 +404,14 @@ def _from_folder(folder: Path, mode: Mode | None) -> EvalReport:
     if len(modes) > 1:
         raise UsageError("the results hold both modes and there is no report.json",
                          file=folder, key="--mode", fix="pass --mode cycle or --mode loop")
-    chosen = [r for r in results if r.mode is modes[0]]
+    chosen = sorted((r for r in results if r.mode is modes[0]), key=lambda r: r.task)
+    twice = [a.task for a, b in pairwise(chosen) if a.task == b.task]
+    if twice:
+        raise UsageError(f"task {twice[0]!r} has more than one {modes[0].value} result",
+                         file=results_dir, fix="keep one result file per task and mode")
     return EvalReport(suite=folder.name, mode=modes[0],
                       model=", ".join(sorted({r.model for r in chosen})), budget=None,
-                      results=sorted(chosen, key=lambda r: r.task))
+                      results=chosen)
 
 
 def _load(path: Path, model: type[_Loaded], what: str) -> _Loaded:
@@ -416,7 +426,11 @@ def _load(path: Path, model: type[_Loaded], what: str) -> _Loaded:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"not JSON: {exc.msg} (column {exc.colno})", file=path,
-                         line=exc.lineno, fix="mend the JSON, or " + REPORT_FIX) from exc
+                         line=exc.lineno, fix=f"mend the JSON at that line, {AGAIN}") from exc
+    if model is EvalReport and isinstance(data, dict) and "task" in data:
+        raise UsageError("one task's result, not a report", file=path,
+                         fix="pass the output folder (its results are put together), or its "
+                             "report.json")
     if not isinstance(data, dict) or not set(data) & set(model.model_fields):
         raise UsageError(f"not {what} of `portwright eval run`", file=path,
                          fix=REPORT_FIX)
@@ -429,8 +443,8 @@ def _load(path: Path, model: type[_Loaded], what: str) -> _Loaded:
                  else "")
         more = f"; {exc.error_count() - 1} more" if exc.error_count() > 1 else ""
         raise UsageError(f"{error['msg']}{given}{more}", file=path, key=key,
-                         fix=f"correct {key or 'the file'} as docs/eval.md (Results) "
-                             "describes, or " + REPORT_FIX) from exc
+                         fix=f"correct {key or 'the file'} (docs/eval.md, Results), {AGAIN}"
+                         ) from exc
 
 
 def _short(value: object, width: int = 60) -> str:

@@ -248,3 +248,29 @@ def test_missing_path_and_empty_folder(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no report") as caught:
         read_report(tmp_path)
     assert caught.value.fix
+
+
+def test_a_task_twice_in_the_results_folder(tmp_path: Path) -> None:
+    one = result("t", Mode.LOOP, True)
+    for name in ("t.loop.json", "copy.json"):
+        (tmp_path / name).write_text(one.model_dump_json())
+    with pytest.raises(UsageError, match="more than one loop result") as caught:
+        read_report(tmp_path)
+    assert caught.value.fix
+
+
+def test_a_broken_result_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "t.loop.json").write_text('{"task": "t", "mode": "loop"}')
+    with pytest.raises(UsageError) as caught:
+        read_report(tmp_path)
+    assert caught.value.file == str(tmp_path / "results" / "t.loop.json")
+    assert caught.value.key in {"model", "resolved"}
+
+
+def test_a_task_result_is_not_a_report(tmp_path: Path) -> None:
+    path = tmp_path / "t.loop.json"
+    path.write_text(result("t", Mode.LOOP, True).model_dump_json())
+    with pytest.raises(UsageError, match="one task's result, not a report") as caught:
+        read_report(path)
+    assert "output folder" in (caught.value.fix or "")
