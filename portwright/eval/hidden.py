@@ -1,0 +1,165 @@
+"""The hidden tests: put them into a tree, and run them in the task's sandbox.
+
+:func:`apply_hidden` makes a tree (what a run left, or ``parent``, or ``port``) ready for the
+hidden tests: every test file the tree changed since ``parent`` (files under the test globs
+of :mod:`portwright.pathkinds`) is put back as it was at ``parent``, then every hidden path
+is taken from ``port`` (a file deleted at ``port`` is deleted). The blobs are read from the
+task's own downstream clone, which the tree never reaches (the port commit is not in a
+workspace). The tree is written to without following a link
+(:mod:`portwright.safefs`): a tree a sandboxed command shaped cannot make the host write
+elsewhere; a link in the way is an :class:`~portwright.errors.UnsafePath`.
+
+:func:`run_tests` runs ids in the sandbox (:func:`test_sandbox`: Docker, the environment
+image built from ``[environment] setup``) and reads one outcome per id
+(:mod:`portwright.eval.reports`, or the exit code of one command per id for ``exit``); an id
+the output does not name counts as failed, and so does every id of a command that was killed
+(timeout, memory, output cap). :func:`run_selection` runs selectors and keeps every id seen.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from portwright import safefs
+from portwright.config import SandboxBackend, SandboxConfig
+from portwright.errors import UnsafePath
+from portwright.eval.reports import parse_report
+from portwright.eval.repos import ResolvedTask
+from portwright.eval.tasks import PLACEHOLDER, PortTask
+from portwright.globs import match_any
+from portwright.pathkinds import default_path_kinds
+from portwright.sandboxes.base import ExecResult, Sandbox
+from portwright.sandboxes.envimage import EnvSource
+from portwright.sandboxes.output import iter_log
+from portwright.vcs import plumbing
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["apply_hidden", "changed_since", "run_selection", "run_tests", "test_globs",
+           "test_sandbox"]
+
+
+def test_globs() -> list[str]:
+    """The globs of test files: the ``tests`` kind of :mod:`portwright.pathkinds`."""
+    return default_path_kinds()["tests"]
+
+
+def _under(path: str, hidden: str) -> bool:
+    top = hidden.rstrip("/")
+    return path == top or path.startswith(top + "/")
+
+
+def changed_since(tree: Path, parent: str) -> list[str]:
+    """Paths the tree (its work tree: committed, modified or new, ignored files aside)
+    differs in from ``parent``."""
+    diffed = plumbing.git(tree, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
+                          parent, "--")
+    new = plumbing.git(tree, "ls-files", "-z", "--others", "--exclude-standard")
+    return sorted({p.decode("utf-8", "surrogateescape")
+                   for p in (diffed + b"\0" + new).split(b"\0") if p})
+
+
+def _files(task: ResolvedTask, rev: str) -> dict[str, tuple[str, str]]:
+    """Path → (mode, blob) of the downstream's tree at ``rev``."""
+    return {path: (mode, sha) for mode, sha, path in plumbing.tree_entries(task.downstream, rev)}
+
+
+def _write(tree: Path, path: str, entry: tuple[str, str] | None, blobs: dict[str, bytes]) -> None:
+    """``path`` in ``tree`` as ``entry`` says (None: absent), never through a link."""
+    try:
+        if entry is None:
+            safefs.unlink(tree, path)
+        elif entry[0] == "120000":
+            logger.warning("%s is a symbolic link at the source: not written", path)
+        else:
+            safefs.write_file(tree, path, blobs[entry[1]])
+    except IsADirectoryError as exc:
+        raise UnsafePath(path, "is a directory in the tree under test") from exc
+
+
+def apply_hidden(task: ResolvedTask, tree: Path) -> list[str]:
+    """Put the hidden tests into ``tree``: the test files it changed since ``parent`` back
+    as they were there, then every hidden path as it is at ``port``. The paths written or
+    deleted, sorted."""
+    hidden = task.task.hidden.paths
+    at_parent, at_port = _files(task, task.parent), _files(task, task.port)
+    changed = changed_since(tree, task.parent)
+    wanted: dict[str, tuple[str, str] | None] = {}
+    for path in changed:
+        if match_any(path, test_globs()) and not any(_under(path, h) for h in hidden):
+            wanted[path] = at_parent.get(path)
+    for h in hidden:
+        for path in {*at_parent, *changed, *at_port}:
+            if _under(path, h):
+                wanted[path] = at_port.get(path)
+    blobs = plumbing.cat_blobs(task.downstream, sorted({e[1] for e in wanted.values() if e}))
+    for path, entry in sorted(wanted.items()):
+        _write(tree, path, entry, blobs)
+    return sorted(wanted)
+
+
+@contextmanager
+def test_sandbox(task: PortTask, tree: Path, *, source: EnvSource, log_dir: Path,
+                 run_id: str) -> Iterator[Sandbox]:
+    """A Docker sandbox on ``tree`` running the environment image of ``task`` (its
+    ``setup`` built on ``image``, the lockfiles read from ``source``)."""
+    from portwright.runs.keys import evidence_key_dir
+    from portwright.sandboxes.selection import open_sandbox
+
+    env = task.environment
+    config = SandboxConfig(backend=SandboxBackend.DOCKER, image=env.image, setup=env.setup)
+    with open_sandbox(config, worktree=tree, run_id=run_id, log_dir=log_dir,
+                      key_dir=evidence_key_dir(), source=source) as sandbox:
+        yield sandbox
+
+
+def _command(task: PortTask, ids: Sequence[str]) -> str:
+    return task.environment.test.replace(PLACEHOLDER, " ".join(shlex.quote(i) for i in ids))
+
+
+def _stdout(result: ExecResult) -> Iterator[bytes]:
+    if result.log_path:
+        try:
+            yield from iter_log(Path(result.log_path), "stdout")
+            return
+        except (OSError, ValueError) as exc:
+            logger.warning("cannot read the log %s: %s", result.log_path, exc)
+    yield (result.stdout_head + result.stdout_tail).encode()
+
+
+def _killed(result: ExecResult) -> bool:
+    return result.timed_out or result.oom_killed or result.capped
+
+
+def _run(task: PortTask, sandbox: Sandbox, ids: Sequence[str]) -> ExecResult:
+    command = _command(task, ids)
+    logger.info("hidden tests: %s", command)
+    return sandbox.exec(["sh", "-c", command], timeout=task.environment.timeout)
+
+
+def run_tests(task: PortTask, sandbox: Sandbox, ids: Sequence[str]) -> dict[str, bool]:
+    """Id → passed for each of ``ids``, run in ``sandbox``; an id the output does not name,
+    or whose command was killed, failed."""
+    if task.environment.report == "exit":
+        return {i: not _killed(r) and r.exit_code == 0
+                for i in ids for r in [_run(task, sandbox, [i])]}
+    result = _run(task, sandbox, ids)
+    if _killed(result):
+        return dict.fromkeys(ids, False)
+    seen = parse_report(task.environment.report, _stdout(result), asked=ids)
+    return {i: seen.get(i, False) for i in ids}
+
+
+def run_selection(task: PortTask, sandbox: Sandbox, selectors: Sequence[str]) -> dict[str, bool]:
+    """Id → passed for every id the run of ``selectors`` names (``exit``: each selector is
+    an id); empty when the command was killed."""
+    if task.environment.report == "exit":
+        return run_tests(task, sandbox, selectors)
+    result = _run(task, sandbox, selectors)
+    if _killed(result):
+        return {}
+    return parse_report(task.environment.report, _stdout(result))
