@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from portwright.errors import RepositoryError
-from portwright.eval.harness import harness_files, row_id
+from portwright.eval.harness import change_names, harness_files, row_id
 from portwright.eval.repos import ResolvedTask, resolve
 from portwright.eval.tasks import PortTask
 from portwright.vcs import plumbing
@@ -161,7 +161,9 @@ def prepare(task: PortTask, repos: Path, where: Path, *,
     files = harness_files(
         task, lambda path: plumbing.show(downstream, resolved.parent, path),
         upstream=str(upstream), pin=resolved.pin, commits=list(resolved.commits),
-        upstream_paths=_touched(resolved.upstream, resolved.commits), model=model)
+        upstream_paths=_touched(resolved.upstream, resolved.commits),
+        names=change_names(resolved.upstream, resolved.pin, list(resolved.commits),
+                           task.environment.path_map), model=model)
     row = row_id(task)
     message = (f"portwright eval: the harness of {task.id}\n\n"
                f"portwright.toml, AGENTS.md, the matrix row {row}, the ledger, the inventory "
