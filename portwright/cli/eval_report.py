@@ -67,10 +67,10 @@ def report(
     if as_json:
         emit_json(loaded)
         return
-    _show_report(loaded)
+    show_report(loaded)
 
 
-def _show_report(loaded: EvalReport) -> None:
+def show_report(loaded: EvalReport) -> None:
     from portwright.eval.report import TASK_COLUMNS, measures, task_cells
 
     console.print(f"[bold]{escape(loaded.suite)}[/]: {loaded.mode.value} mode, model "

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from portwright.cli.common import console, emit_json, err_console
 from portwright.cli.eval import DEFAULT_OUT, JobsOpt, JsonOpt, OutOpt, ReposOpt, SuiteArg
@@ -80,7 +79,6 @@ def run(
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=True) as progress:
         report = run_suite(loaded, options, _Board(progress, len(loaded.tasks), mode))
-    console.print(_table(report))
     _summary(report, options.out)
 
 
@@ -119,27 +117,9 @@ class _Board:
                                             f"{detail}")
 
 
-def _flag(value: bool | None) -> str:
-    return "-" if value is None else ("yes" if value else "no")
-
-
-def _table(report: EvalReport) -> Table:
-    table = Table("task", "resolved", "failure", "red", "gates", "review", "tokens in/out",
-                  "cost", "calls", "seconds", title=f"{report.mode.value} · {report.model}")
-    for r in report.results:
-        table.add_row(escape(r.task), _flag(r.resolved),
-                      "-" if r.failure is None else r.failure.value, _flag(r.red_observed),
-                      _flag(r.gates_passed), r.review or "-", f"{r.tokens_in}/{r.tokens_out}",
-                      f"{r.cost_usd:.4f}", str(r.calls), f"{r.wall_seconds:.0f}")
-    return table
-
-
 def _summary(report: EvalReport, out: Path) -> None:
-    agg = report.aggregate
-    rate = "-" if agg.resolve_rate is None else f"{agg.resolve_rate:.0%}"
-    console.print(f"resolved {agg.resolved} of {agg.tasks} ({rate}; 95 % interval "
-                  f"{agg.resolve_low:.0%}–{agg.resolve_high:.0%}), cost {agg.cost_usd:.4f} "
-                  f"USD, tokens {agg.tokens_in}/{agg.tokens_out}", markup=False)
+    from portwright.cli.eval_report import show_report
     from portwright.eval.runner import report_path
 
+    show_report(report)
     console.print(f"report: {report_path(out, report.mode)}", markup=False)

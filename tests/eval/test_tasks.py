@@ -3,6 +3,7 @@ UsageError naming the file, the line and the fix."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from portwright.errors import UsageError
 from portwright.eval.tasks import load_suite
-from tests.eval.conftest import Pair, task_toml
+from tests.eval.conftest import Pair, portwright, task_toml
 
 
 @dataclass(frozen=True)
@@ -145,3 +146,50 @@ def test_a_suite_merges_its_defaults_nearest_first(pair: Pair, tmp_path: Path) -
     assert [t.id for t in single.tasks] == ["calc/sub"]
     assert single.tasks[0].environment.image == "inner"  # the suite.toml beside it
     assert single.tasks[0].digest != sub.digest  # the outer defaults are not merged
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_bad_task_files_through_the_command(case: Bad, pair: Pair, tmp_path: Path) -> None:
+    """Exit 2, the file:line and the fix, no traceback; with --json a JSON error object."""
+    suite = write_suite(tmp_path / "suite", pair, case.files)
+    where = str(suite / case.where) if case.where else str(suite)
+    for extra in ((), ("--json",)):
+        done = portwright("eval", "validate", str(suite), "--repos", str(pair.repos),
+                          "--out", str(tmp_path / "out"), *extra)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        if extra:
+            error = json.loads(done.stdout)["error"]
+            assert f"{error['file']}:{error['line']}".startswith(where) if error["line"] \
+                else error["file"] == where
+            assert case.fix in error["fix"]
+        else:
+            flat = " ".join(done.stderr.split())
+            assert where in flat, done.stderr
+            assert "fix: " in flat, done.stderr
+            assert " ".join(case.fix.split()) in flat, done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_repositories_through_the_command(pair: Pair, tmp_path: Path) -> None:
+    task = tmp_path / "calc.toml"
+    task.write_text(task_toml(pair))
+    done = portwright("eval", "validate", str(task), env={"PORTWRIGHT_EVAL_REPOS": ""})
+    assert done.returncode == 2
+    assert "--repos" in done.stderr
+    assert "PORTWRIGHT_EVAL_REPOS" in done.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = portwright("eval", "validate", str(task), "--repos", str(empty), "--out",
+                      str(tmp_path / "out"))
+    assert done.returncode == 2
+    flat = " ".join(done.stderr.split())
+    assert f"{task}:4" in flat
+    assert f"git clone https://github.com/acme/calc-js {empty}/acme/calc-js" in flat
+    task.write_text(task_toml(pair).replace(pair.parent, "e" * 40))
+    done = portwright("eval", "validate", str(task), "--repos", str(pair.repos), "--out",
+                      str(tmp_path / "out"), "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert (error["file"], error["line"], error["key"]) == (str(task), 8, "downstream.parent")
+    assert "may need a fetch" in error["fix"]
