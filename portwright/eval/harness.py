@@ -168,21 +168,25 @@ MAX_NAMES = 4
 """Most upstream names a task's row lists."""
 
 
-def change_names(upstream: Path, pin: str, commits: list[str],
-                 path_map: Mapping[str, str]) -> list[str]:
-    """The names the upstream ``commits`` bring into the code (the gap scan's ``name``
-    signals of source files), the most telling first: the row's Upstream column lists them,
-    and the cycle ports the surface of the first one upstream defines."""
-    from portwright.evidence.upstream import analyse_range
+def change_names(upstream: Path, commits: list[str]) -> list[str]:
+    """The upstream names the ``commits`` define or change, in the source files they touch
+    (:func:`~portwright.evidence.signals.touched_definitions`): the row's Upstream column
+    lists them first, and the cycle ports the surface of the first one upstream defines."""
+    from portwright.evidence.patch import commit_patch
+    from portwright.evidence.signals import touched_definitions
+    from portwright.vcs import plumbing
 
-    wanted = set(commits)
-    found = [s for fact in analyse_range(upstream, pin, commits[-1], default_path_kinds(),
-                                         path_map)
-             if fact.sha in wanted for s in fact.signals
-             if s.kind == "name" and s.origin == "source"]
-    order = {"strong": 0, "medium": 1, "weak": 2}
-    found.sort(key=lambda s: order[s.strength])
-    return list(dict.fromkeys(s.text for s in found))[:MAX_NAMES]
+    kinds = default_path_kinds()
+    found: list[str] = []
+    for sha in commits:
+        for patch in commit_patch(upstream, sha):
+            if patch.status == "D" or classify(patch.path, kinds) != "source":
+                continue
+            data = plumbing.show(upstream, sha, patch.path)
+            if data is not None:
+                found += touched_definitions(patch.path, data.decode("utf-8", "replace"),
+                                             {number for number, _ in patch.added})
+    return list(dict.fromkeys(found))[:MAX_NAMES]
 
 
 def harness_files(task: PortTask, read: Reader, *, upstream: str, pin: str,

@@ -42,8 +42,8 @@ from pydantic import BaseModel
 
 from portwright.agents.llm import LLMClient
 from portwright.agents.offline import ReplayModel
-from portwright.config import CONFIG_FILE, ModelBudget, parse_config
-from portwright.environment import STATE_ENV, override_name
+from portwright.config import ModelBudget, ModelConfig, PortwrightConfig
+from portwright.environment import STATE_ENV, overlay, override_name
 from portwright.errors import PortwrightError, UsageError
 from portwright.eval.hidden import (
     apply_hidden,
@@ -163,7 +163,9 @@ def collect(suite: Suite, options: RunOptions) -> EvalReport:
 def task_budget(environ: Mapping[str, str]) -> ModelBudget:
     """The budget each task has: ``[model] budget`` of a workspace's config (the harness
     sets none: the defaults) with the ``PORTWRIGHT_MODEL__BUDGET__*`` overrides."""
-    return parse_config(b"", Path(CONFIG_FILE), environ=environ).model.budget
+    data: dict[str, Any] = {}
+    overlay(data, environ, PortwrightConfig.model_fields)
+    return ModelConfig.model_validate(data.get("model", {})).budget
 
 
 def run_task(task: PortTask, options: RunOptions, on_event: OnEvent) -> TaskResult | None:

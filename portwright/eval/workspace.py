@@ -162,8 +162,7 @@ def prepare(task: PortTask, repos: Path, where: Path, *,
         task, lambda path: plumbing.show(downstream, resolved.parent, path),
         upstream=str(upstream), pin=resolved.pin, commits=list(resolved.commits),
         upstream_paths=_touched(resolved.upstream, resolved.commits),
-        names=change_names(resolved.upstream, resolved.pin, list(resolved.commits),
-                           task.environment.path_map), model=model)
+        names=change_names(resolved.upstream, list(resolved.commits)), model=model)
     row = row_id(task)
     message = (f"portwright eval: the harness of {task.id}\n\n"
                f"portwright.toml, AGENTS.md, the matrix row {row}, the ledger, the inventory "

@@ -58,7 +58,8 @@ def test_the_harness_commit_and_the_pin(pair: Pair, tmp_path: Path) -> None:
         "anchors", "spec-complete", "no-test-weakening", "reconciled"}
     rows = load_rows(ws.downstream, project.config)
     assert [(r.id, r.title, r.status) for r in rows] == [("sub", "Port sub", "missing")]
-    assert rows[0].upstream == ["src/calc.js", "test/calc.test.js"]  # README.md is docs
+    # the name the change defines first (the cycle ports it), then the paths (README: docs)
+    assert rows[0].upstream == ["sub", "src/calc.js", "test/calc.test.js"]
     assert read_pin(ws.downstream, project.config) == pair.pin
 
 
