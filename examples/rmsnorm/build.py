@@ -15,12 +15,17 @@ the overload exists), then the implementation (green). :func:`apply_patch` appli
 ``--port`` puts both on the branch :data:`PORT_BRANCH`; :func:`port_files` gives their
 files as a scripted porter writes them.
 
+:func:`add_reference_branch` (``--reference``) puts the same port as one commit, tests
+and implementation together as a porter without the cycle makes it, on
+:data:`REFERENCE_BRANCH` from ``main``: the reference of the port task in
+``benchmarks/port-tasks/examples``. Neither branch moves ``main``.
+
 To change the example: build it, commit in the built repository, export its history again
 (``git format-patch --root --zero-commit --no-signature -o examples/rmsnorm/downstream
 main``, with ``@PIN@`` put back for the pin; ``main..port/rmsnorm-fused-residual`` for the
 port).
 
-    python examples/rmsnorm/build.py DEST [--port]
+    python examples/rmsnorm/build.py DEST [--port] [--reference]
 """
 
 from __future__ import annotations
@@ -39,6 +44,12 @@ README_PATCH = "0005-README-the-fused-residual-add-mode.patch"
 PORT_PATCHES = sorted((HERE / "port-fused-residual").glob("*.patch"))
 """The port of the fused residual-add row: tests (red), then the implementation (green)."""
 PORT_BRANCH = "port/rmsnorm-fused-residual"
+REFERENCE_BRANCH = "reference/rmsnorm-fused-residual"
+REFERENCE_MESSAGE = """Port the fused residual-add mode: rms_norm(x, weight, eps, residual)
+
+RmsNorm.FusedResidual and RmsNorm.FusedResidualShapeMismatch ported from
+upstream's tests, and the overload that returns (out, x + residual).
+"""
 UPSTREAM, DOWNSTREAM = "upstream", "rmsnorm-cpp"
 IDENTITIES = {
     UPSTREAM: ("rmsnorm maintainers", "maintainers@rmsnorm.invalid"),
@@ -60,10 +71,13 @@ class Example:
     """Upstream commit documenting that mode in the README: docs only."""
 
 
-def _git(repo: Path, *args: str, who: str, stdin: str | None = None) -> str:
+def _git(repo: Path, *args: str, who: str, stdin: str | None = None,
+         dated: str | None = None) -> str:
     name, email = IDENTITIES[who]
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_COMMITTER_NAME": name,
            "GIT_COMMITTER_EMAIL": email, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email}
+    if dated is not None:  # a commit made now with a fixed date: the same sha every build
+        env.update(GIT_AUTHOR_DATE=dated, GIT_COMMITTER_DATE=dated)
     done = subprocess.run(["git", *args], cwd=repo, env=env, check=True, input=stdin,
                           capture_output=True, text=True)
     return done.stdout.strip()
@@ -112,6 +126,22 @@ def add_port_branch(example: Example) -> list[str]:
         _git(repo, "checkout", "-q", "main", who=DOWNSTREAM)
 
 
+def add_reference_branch(example: Example) -> str:
+    """Commit the port of the fused residual-add row as one commit on
+    :data:`REFERENCE_BRANCH` (``main`` stays checked out); its sha."""
+    repo = example.downstream
+    _git(repo, "checkout", "-q", "-b", REFERENCE_BRANCH, "main", who=DOWNSTREAM)
+    try:
+        last = [apply_patch(repo, patch) for patch in PORT_PATCHES][-1]
+        date = _git(repo, "log", "-1", "--format=%aI", last, who=DOWNSTREAM)
+        _git(repo, "reset", "-q", "--soft", "main", who=DOWNSTREAM)
+        _git(repo, "commit", "-q", "-F", "-", who=DOWNSTREAM, stdin=REFERENCE_MESSAGE,
+             dated=date)
+        return _git(repo, "rev-parse", "HEAD", who=DOWNSTREAM)
+    finally:
+        _git(repo, "checkout", "-q", "main", who=DOWNSTREAM)
+
+
 def port_files(example: Example) -> tuple[dict[str, str], dict[str, str]]:
     """The port of the fused residual-add row as whole files (path → text): those its tests
     commit changes, then those its implementation commit changes. Read from a scratch clone;
@@ -133,6 +163,8 @@ if __name__ == "__main__":
     parser.add_argument("dest", type=Path, help="folder to build the two repositories in")
     parser.add_argument("--port", action="store_true",
                         help=f"also commit the fused residual-add port on {PORT_BRANCH}")
+    parser.add_argument("--reference", action="store_true",
+                        help=f"also commit it as one commit on {REFERENCE_BRANCH}")
     args = parser.parse_args()
     example = build(args.dest.resolve())
     print(f"upstream   {example.upstream}")
@@ -143,3 +175,5 @@ if __name__ == "__main__":
         tests, implementation = add_port_branch(example)
         print(f"port       {PORT_BRANCH}: tests {tests[:12]}, implementation "
               f"{implementation[:12]}")
+    if args.reference:
+        print(f"reference  {REFERENCE_BRANCH}: {add_reference_branch(example)}")

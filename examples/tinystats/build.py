@@ -14,7 +14,14 @@ To change the example: build it, commit in the built repository, export its hist
 again (``git format-patch --root --zero-commit --no-signature -o examples/tinystats/
 downstream HEAD``, with ``@PIN@`` put back for the pin) and re-record the cassettes.
 
-    python examples/tinystats/build.py DEST
+:func:`add_reference_branches` adds, without touching ``main``, one branch per row the
+port tasks of ``benchmarks/port-tasks/examples`` use, ``reference/<row>``: its tip is the
+real port of the row (source and tests), its parent where the task starts.
+``moving-average``: the patch ``reference/moving-average.patch`` on ``main``.
+``percentile``: the downstream's own port of it (made ahead of the pin, before portwright
+was adopted), on the commit before it.
+
+    python examples/tinystats/build.py DEST [--reference]
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PIN_PATCH = "0003-Docs-explain-how-results-are-rounded.patch"
+REFERENCE = HERE / "reference"
+"""``<row>.patch``: the real port of a row the downstream lacks, applied on ``main``."""
+PERCENTILE_SUBJECT = "Port percentile (linear interpolation) ahead of the pin"
 IDENTITIES = {
     "tinystats": ("tinystats maintainers", "maintainers@tinystats.invalid"),
     "pystats": ("pystats maintainers", "maintainers@pystats.invalid"),
@@ -82,10 +92,35 @@ def build(dest: Path) -> Example:
     return Example(upstream=upstream, downstream=downstream, pin=pin)
 
 
+def add_reference_branches(example: Example) -> dict[str, str]:
+    """Add ``reference/<row>`` for ``moving-average`` and ``percentile`` to the downstream
+    (``main`` stays checked out, as it was); row → the port commit's sha."""
+    repo = example.downstream
+    found: dict[str, str] = {}
+    for patch in sorted(REFERENCE.glob("*.patch")):
+        branch = f"reference/{patch.stem}"
+        _git(repo, "checkout", "-q", "-b", branch, "main", who="pystats")
+        try:
+            _git(repo, "am", "-q", "--committer-date-is-author-date", who="pystats",
+                 stdin=patch.read_text(encoding="utf-8"))
+            found[patch.stem] = _git(repo, "rev-parse", "HEAD", who="pystats")
+        finally:
+            _git(repo, "checkout", "-q", "main", who="pystats")
+    percentile = _git(repo, "log", "--format=%H", "--fixed-strings",
+                      f"--grep={PERCENTILE_SUBJECT}", "main", who="pystats").split()
+    assert len(percentile) == 1, "the downstream's port of percentile is not in its history"
+    _git(repo, "branch", "reference/percentile", percentile[0], who="pystats")
+    found["percentile"] = percentile[0]
+    return found
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: build.py DEST")
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["--reference"]):
+        sys.exit("usage: build.py DEST [--reference]")
     example = build(Path(sys.argv[1]).resolve())
     print(f"upstream   {example.upstream}")
     print(f"downstream {example.downstream}")
     print(f"pin        {example.pin}")
+    if sys.argv[2:]:
+        for row, sha in add_reference_branches(example).items():
+            print(f"reference  {row}: {sha}")

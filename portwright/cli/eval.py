@@ -110,9 +110,12 @@ def validate(suite: SuiteArg, repos: ReposOpt = None, out: OutOpt = DEFAULT_OUT,
                    "records": records})
     else:
         console.print(_summary(records))
+        for record in invalid:
+            err_console.print(f"invalid {record.task}: {record.reason}", markup=False,
+                              soft_wrap=True)
         if invalid:
             err_console.print(f"{len(invalid)} of {len(records)} task(s) invalid: dropped from "
-                              "runs (see the reasons above)", markup=False)
+                              "runs", markup=False)
         else:
             console.print(f"all {len(records)} task(s) valid", markup=False)
     if invalid:

@@ -92,10 +92,9 @@ def apply_hidden(task: ResolvedTask, tree: Path) -> list[str]:
     for path in changed:
         if match_any(path, test_globs()) and not any(_under(path, h) for h in hidden):
             wanted[path] = at_parent.get(path)
-    for h in hidden:
-        for path in {*at_parent, *changed, *at_port}:
-            if _under(path, h):
-                wanted[path] = at_port.get(path)
+    for path in {*at_parent, *changed, *at_port}:
+        if any(_under(path, h) for h in hidden):
+            wanted[path] = at_port.get(path)
     blobs = plumbing.cat_blobs(task.downstream, sorted({e[1] for e in wanted.values() if e}))
     for path, entry in sorted(wanted.items()):
         _write(tree, path, entry, blobs)

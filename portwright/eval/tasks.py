@@ -43,8 +43,8 @@ from portwright.config_errors import config_error, line_from_message, locate_key
 from portwright.errors import UsageError
 from portwright.values import Seconds
 
-__all__ = ["DEFAULTS_FILE", "Environment", "Hidden", "PortTask", "Report", "Suite",
-           "load_suite"]
+__all__ = ["DEFAULTS_FILE", "DownstreamSide", "Environment", "Hidden", "PortTask", "Report",
+           "Suite", "UpstreamSide", "load_suite", "load_task"]
 
 DEFAULTS_FILE = "suite.toml"
 """Files of this name hold suite-wide defaults, not tasks."""

@@ -22,6 +22,7 @@ name: a rerun reuses it while neither changes.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shutil
 import time
@@ -69,8 +70,6 @@ class ValidationRecord(BaseModel):
 
 
 def _key(task: PortTask, resolved: ResolvedTask) -> str:
-    import hashlib
-
     shas = " ".join([*resolved.commits, resolved.pin, resolved.parent, resolved.port])
     return hashlib.sha256(f"{task.digest} {shas}".encode()).hexdigest()
 

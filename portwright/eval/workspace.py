@@ -34,7 +34,7 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BRANCH", "Workspace", "prepare"]
+__all__ = ["BRANCH", "Workspace", "commit_files", "prepare"]
 
 BRANCH = "main"
 """The downstream branch that holds the harness commit."""
@@ -72,7 +72,13 @@ def _has_commit(repo: Path, sha: str) -> bool:
     return plumbing.run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
 
 
+def _origin(repo: Path) -> str:
+    return plumbing.run(repo, "config", "--get", "remote.origin.url").stdout.decode().strip()
+
+
 def _upstream(source: Path, dest: Path, pin: str) -> Path:
+    if (dest / ".git").is_dir() and _origin(dest) != str(source):
+        shutil.rmtree(dest)  # the clone of another upstream (the task changed): made again
     if not (dest / ".git").is_dir():
         partial = _fresh(dest)
         plumbing.git(dest.parent, "clone", "--quiet", "--no-checkout", str(source),
@@ -91,7 +97,8 @@ def _downstream(source: Path, dest: Path, parent: str) -> Path:
         plumbing.git(partial, "init", "--quiet", "-b", BRANCH)
         partial.rename(dest)
     if not _has_commit(dest, parent):
-        # one commit by its sha: upload-pack must be told a sha that no ref names is fine
+        # by its sha, which no ref of the source may name: its upload-pack is told to
+        # serve it; only parent's history comes, never a commit after it
         plumbing.git(dest, "-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet",
                      "--no-tags", "--no-write-fetch-head", str(source), parent)
     return dest.resolve()

@@ -172,6 +172,13 @@ def test_bad_task_files_through_the_command(case: Bad, pair: Pair, tmp_path: Pat
 
 
 def test_missing_repositories_through_the_command(pair: Pair, tmp_path: Path) -> None:
+    done = portwright("eval", "validate", str(tmp_path / "nowhere"), "--json")
+    assert done.returncode == 2
+    assert "no such suite" in json.loads(done.stdout)["error"]["message"]
+    done = portwright("eval", "validate", str(tmp_path), "--jobs", "0")
+    assert done.returncode == 2
+    assert "--jobs" in done.stderr
+    assert "Traceback" not in done.stderr
     task = tmp_path / "calc.toml"
     task.write_text(task_toml(pair))
     done = portwright("eval", "validate", str(task), env={"PORTWRIGHT_EVAL_REPOS": ""})

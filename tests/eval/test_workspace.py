@@ -3,6 +3,7 @@ harness commit, the port commit never in it, and a rerun that changes nothing.""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -161,3 +162,17 @@ def test_repositories_and_revisions_that_are_not_there(pair: Pair, tmp_path: Pat
                                                        f'port = "{pair.parent}^"'))
     with pytest.raises(UsageError, match="does not descend from the parent"):
         resolve(backwards, pair.repos)
+
+
+def test_a_task_moved_to_another_upstream_clone_gets_a_new_clone(tmp_path: Path) -> None:
+    pair = build_pair(tmp_path / "repos")
+    task = load(tmp_path, task_toml(pair))
+    first = prepare(task, pair.repos, tmp_path / "work")
+    shutil.copytree(pair.upstream.path, pair.repos / "mirror" / "calc-js")
+    moved = load(tmp_path, task_toml(pair).replace('repo = "acme/calc-js"',
+                                                   'repo = "mirror/calc-js"'))
+    second = prepare(moved, pair.repos, tmp_path / "work")
+    assert second.upstream == first.upstream
+    origin = git(second.upstream, "config", "remote.origin.url").stdout.strip()
+    assert origin == str((pair.repos / "mirror" / "calc-js").resolve())
+    assert git(second.upstream, "rev-parse", "HEAD").stdout.strip() == pair.pin

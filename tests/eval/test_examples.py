@@ -1,0 +1,146 @@
+"""The bundled example tasks: their repositories built with reference branches (the demo's
+``main`` untouched), and ``portwright eval validate`` on them in real Docker."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from portwright.eval.tasks import load_suite
+from tests.conftest import docker_engine_running
+from tests.eval.conftest import ROOT, portwright
+
+SUITE = ROOT / "benchmarks" / "port-tasks" / "examples"
+
+
+def _module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+build_repos = _module(SUITE / "build_repos.py", "eval_examples_build_repos").build_repos
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def repos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dest = tmp_path_factory.mktemp("example-repos")
+    build_repos(dest)
+    return dest
+
+
+def test_reference_branches_leave_main_as_the_demo_has_it(repos: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    tinystats = _module(ROOT / "examples" / "tinystats" / "build.py", "tinystats_plain_build")
+    rmsnorm = _module(ROOT / "examples" / "rmsnorm" / "build.py", "rmsnorm_plain_build")
+    tinystats.build(plain / "tinystats")
+    rmsnorm.build(plain / "rmsnorm")
+    for name in ("tinystats/pystats", "tinystats/tinystats", "rmsnorm/rmsnorm-cpp",
+                 "rmsnorm/upstream"):
+        built = repos / name
+        assert git(built, "rev-parse", "HEAD", "main") == git(plain / name, "rev-parse",
+                                                               "HEAD", "main"), name
+        assert git(built, "symbolic-ref", "HEAD") == "refs/heads/main"
+        assert git(built, "status", "--porcelain") == ""
+    pystats = repos / "tinystats" / "pystats"
+    assert git(pystats, "rev-parse", "reference/moving-average^") == git(pystats, "rev-parse",
+                                                                         "main")
+    changed = git(pystats, "diff", "--name-only", "main", "reference/moving-average").split()
+    assert changed == ["pystats/__init__.py", "pystats/stats.py", "tests/test_moving_average.py"]
+    assert "percentile" in git(pystats, "log", "-1", "--format=%s", "reference/percentile")
+    cpp = repos / "rmsnorm" / "rmsnorm-cpp"
+    assert git(cpp, "rev-parse", "reference/rmsnorm-fused-residual^") == git(cpp, "rev-parse",
+                                                                             "main")
+    assert git(cpp, "diff", "--name-only", "main", "reference/rmsnorm-fused-residual").split() \
+        == ["include/rmsnorm.hpp", "src/rmsnorm.cpp", "tests/test_rmsnorm.cpp"]
+    again = tmp_path / "again"
+    build_repos(again)  # reproducible: the task files can name what a build makes
+    assert git(again / "tinystats" / "pystats", "rev-parse", "reference/moving-average") == \
+        git(pystats, "rev-parse", "reference/moving-average")
+
+
+def test_the_bundled_suite_loads() -> None:
+    suite = load_suite(SUITE)
+    assert [t.id for t in suite.tasks] == ["rmsnorm/rmsnorm-fused-residual",
+                                           "tinystats/moving-average", "tinystats/percentile"]
+    by_id = {t.id: t for t in suite.tasks}
+    assert by_id["tinystats/percentile"].environment.report == "pytest"  # from suite.toml
+    assert by_id["rmsnorm/rmsnorm-fused-residual"].environment.report == "gtest"
+
+
+BROKEN = """id = "tinystats/already-passes"
+title = "A task whose hidden test passes before any port"
+
+[upstream]
+commits = ["main~2"]
+
+[downstream]
+parent = "reference/moving-average^"
+port = "reference/moving-average"
+
+[hidden]
+paths = ["tests/test_moving_average.py"]
+tests = ["tests/test_stats.py::test_clamp_keeps_bounds_inclusive",
+         "tests/test_moving_average.py::test_moving_average_trailing_window"]
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_eval_validate_on_the_bundled_tasks_in_docker(repos: Path, tmp_path: Path) -> None:
+    if not docker_engine_running():
+        pytest.skip("needs a running Docker engine (make engine)")
+    out = tmp_path / "out"
+    done = portwright("eval", "validate", str(SUITE), "--repos", str(repos), "--out", str(out),
+                      "--jobs", "2", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["valid"] is True
+    records = {r["task"]: r for r in report["records"]}
+    assert set(records) == {"rmsnorm/rmsnorm-fused-residual", "tinystats/moving-average",
+                            "tinystats/percentile"}
+    assert records["tinystats/percentile"]["parent"] == {
+        "tests/test_stats.py::test_percentile_interpolates_between_ranks": False}
+    assert "tests/test_stats.py::test_mean_of_integers" in \
+        records["tinystats/percentile"]["regress_baseline"]
+    assert records["rmsnorm/rmsnorm-fused-residual"]["port"] == {
+        "RmsNorm.FusedResidual": True, "RmsNorm.FusedResidualShapeMismatch": True}
+    assert not list((out / "validation").glob("*.trees"))  # the port is not left behind
+
+    again = portwright("eval", "validate", str(SUITE), "--repos", str(repos), "--out",
+                       str(out), "--json")
+    assert again.returncode == 0
+    assert json.loads(again.stdout)["records"] == report["records"]  # reused, not redone
+
+    broken = tmp_path / "broken"
+    shutil.copytree(SUITE / "tinystats", broken)
+    (broken / "already-passes.toml").write_text(BROKEN)
+    done = portwright("eval", "validate", str(broken), "--repos", str(repos), "--out",
+                      str(out))
+    assert done.returncode == 1, done.stdout + done.stderr
+    flat = " ".join((done.stdout + done.stderr).split())
+    assert ("invalid tinystats/already-passes: passes at parent already: "
+            "tests/test_stats.py::test_clamp_keeps_bounds_inclusive") in done.stderr
+    assert "1 of 3 task(s) invalid: dropped from runs" in flat
+    record = json.loads((out / "validation" / "tinystats--already-passes.json").read_text())
+    assert record["valid"] is False
+    assert record["reason"] == ("passes at parent already: "
+                                "tests/test_stats.py::test_clamp_keeps_bounds_inclusive")
+    assert record["parent"]["tests/test_moving_average.py::test_moving_average_trailing_window"] \
+        is False
