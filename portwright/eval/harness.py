@@ -193,9 +193,9 @@ def harness_files(task: PortTask, read: Reader, *, upstream: str, pin: str,
                   upstream_paths: list[str], commits: list[str], names: Sequence[str] = (),
                   model: Mapping[str, Any] | None = None) -> dict[str, bytes]:
     """Path → bytes of every file of the harness commit of ``task``. ``read`` gives the
-    downstream's files at ``parent``; ``upstream`` is the upstream clone's path, ``pin`` the
-    pin sha, ``upstream_paths`` what ``commits`` touch upstream, ``names`` the upstream names
-    they bring (:func:`change_names`)."""
+    downstream's files at ``parent``; ``upstream`` is the upstream clone's path (relative to
+    the downstream's), ``pin`` the pin sha, ``upstream_paths`` what ``commits`` touch
+    upstream, ``names`` the upstream names they bring (:func:`change_names`)."""
     def existing(path: str) -> str | None:
         return _text(read(path), task, path)
 

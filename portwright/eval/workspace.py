@@ -167,7 +167,9 @@ def prepare(task: PortTask, repos: Path, where: Path, *,
     downstream = _downstream(resolved.downstream, where / "downstream", resolved.parent)
     files = harness_files(
         task, lambda path: plumbing.show(downstream, resolved.parent, path),
-        upstream=str(upstream), pin=resolved.pin, commits=list(resolved.commits),
+        # relative (../upstream): the harness commit is the same wherever the output is
+        upstream=os.path.relpath(upstream, downstream), pin=resolved.pin,
+        commits=list(resolved.commits),
         upstream_paths=_touched(resolved.upstream, resolved.commits),
         names=change_names(resolved.upstream, list(resolved.commits)), model=model)
     row = row_id(task)

@@ -8,6 +8,7 @@ on them answers ``portwright eval run`` in a subprocess through the real openai 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,3 +65,21 @@ def both_modes(cycle: Plan, loop: LoopPlan, *, model: str = "eval-agent") -> Scr
         return port.complete(request).message
 
     return ScriptedModel(script, model=model)
+
+
+_ROW = re.compile(r"Parity row:\n(?P<a>[\w.-]+)|\(row (?P<b>[\w.-]+) of the parity matrix\)")
+
+
+def row_of(request: CompletionRequest) -> str:
+    """The row a request is about, as every role's and the loop's prompt names it."""
+    for message in request.messages:
+        found = _ROW.search(message.content or "")
+        if found is not None:
+            return found["a"] or found["b"]
+    raise AssertionError("the request names no row")
+
+
+def by_row(models: dict[str, ScriptedModel], *, model: str = "eval-agent") -> ScriptedModel:
+    """One model for several tasks: each request answered by the model of its row."""
+    return ScriptedModel(lambda request: models[row_of(request)].complete(request).message,
+                         model=model)

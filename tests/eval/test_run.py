@@ -13,47 +13,20 @@ import pytest
 from portwright.agents.llm import LLMClient
 from portwright.eval.results import EvalReport, Failure, Mode, TaskResult
 from portwright.eval.runner import RunOptions, report_path, result_path, run_suite
-from portwright.eval.tasks import PortTask, Suite, load_suite
-from tests.eval.conftest import DOWN_V2, TEST_SUB, Pair, build_pair, task_toml
+from portwright.eval.tasks import PortTask, Suite
+from tests.eval.calc_plans import ORACLE, WEAKENER, calc_suite, cycle_plan
+from tests.eval.conftest import Pair
 from tests.eval.scripted import LoopPlan, both_modes
 from tests.eval.tinystats import needs_engine
 from tests.workflows.porter import Plan
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-QUIET_TESTS = "python3 -m pytest -q -p no:cacheprovider tests >/dev/null && echo green"
-"""The loop agent's test run, its answer the same every time (no timings)."""
-
 
 @pytest.fixture
 def calc(tmp_path: Path) -> tuple[Pair, Suite]:
     needs_engine()
-    pair = build_pair(tmp_path / "repos")
-    (tmp_path / "suite").mkdir()
-    (tmp_path / "suite" / "sub.toml").write_text(task_toml(pair), encoding="utf-8")
-    return pair, load_suite(tmp_path / "suite")
-
-
-PORTED_TEST = "def test_sub():\n    from calc import sub\n\n    assert sub(3, 2) == 1\n"
-"""The cycle's ported test: the import inside, so that it fails as a test (a red) rather
-than stopping the collection."""
-
-
-def cycle_plan(tests: dict[str, str] | None = None) -> Plan:
-    return Plan(gap={"status": "missing", "reasoning": "sub exists upstream only",
-                     "evidence": [{"kind": "upstream", "ref": "src/calc.js:4-6",
-                                   "detail": "function sub(a, b)"}]},
-                answers={}, tests=tests or {"tests/test_sub.py": PORTED_TEST},
-                implementation={"calc.py": DOWN_V2})
-
-
-ORACLE = LoopPlan(files={"tests/test_sub.py": TEST_SUB, "calc.py": DOWN_V2},
-                  commands=[QUIET_TESTS])
-WEAKENER = LoopPlan(
-    files={"tests/test_sub.py": "import pytest\n\n\n@pytest.mark.skip('later')\n"
-                                "def test_sub():\n    assert False\n",
-           "calc.py": DOWN_V2.replace("return a - b", "return b - a")},
-    commands=[QUIET_TESTS], summary="Ported sub; every test passes.")
+    return calc_suite(tmp_path)
 
 
 def options(tmp: Path, mode: Mode, cycle: Plan, loop: LoopPlan, **more: Any) -> RunOptions:
