@@ -8,9 +8,10 @@ path (``existing``: None when it has none):
   cannot be appended to, and the task's ``[environment]`` decides the sandbox): upstream
   source (the workspace's upstream clone), ``path_map``, the records below, ``[sandbox]``
   from ``[environment]`` (Docker), approvals off, the model when one is given;
-- ``AGENTS.md``: the downstream's prose kept (its own gates block dropped: one block per
-  file), the harness's gates section appended: the ``tests`` gate runs ``test`` without
-  ``{tests}``, and the checks anchors, spec-complete, no-test-weakening, reconciled;
+- ``AGENTS.md``: the downstream's prose kept, the harness's gates in place of its own gates
+  block (one block per file; a further block is dropped) or appended as a section: the
+  ``tests`` gate runs ``test`` without ``{tests}``, and the checks anchors, spec-complete,
+  no-test-weakening, reconciled;
 - the matrix (:data:`MATRIX`): one ``missing`` row titled ``title``, listing the upstream
   paths the commits touch; an existing file keeps its tables, the row's table is appended;
 - ledger and inventory: kept when they hold their table, else the empty table appended;
@@ -91,19 +92,25 @@ def _config(task: PortTask, upstream: str, model: Mapping[str, Any] | None) -> s
 
 
 def _agents(task: PortTask, existing: str | None) -> str:
-    section = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False,
-                                 keep_trailing_newline=True).from_string(
-        _template("eval-gates.md")).render(task_id=task.id, test_command=test_gate_command(task),
-                                           timeout=task.environment.timeout)
+    def section(heading: bool) -> str:
+        return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False,
+                                  keep_trailing_newline=True, trim_blocks=True).from_string(
+            _template("eval-gates.md")).render(
+            heading=heading, task_id=task.id, test_command=test_gate_command(task),
+            timeout=task.environment.timeout)
+
     if existing is None:
-        return _template("AGENTS.md") + section
+        return _template("AGENTS.md") + section(heading=True)
     lines = existing.splitlines(keepends=True)
     blocks = [t.map for t in MarkdownIt("commonmark").parse(existing)
               if t.type == "fence" and "portwright" in t.info.split() and t.map]
-    for start, end in reversed(blocks):
+    if not blocks:
+        return _append(existing, section(heading=True).lstrip("\n"))
+    for start, end in reversed(blocks[1:]):
         del lines[start:end]
-    prose = "".join(lines)
-    return prose + ("" if not prose or prose.endswith("\n") else "\n") + section
+    start, end = blocks[0]
+    lines[start:end] = [section(heading=False).lstrip("\n")]
+    return "".join(lines)
 
 
 def _append(existing: str | None, text: str) -> str:

@@ -128,6 +128,8 @@ def test_existing_records_are_kept_and_the_harness_appended(tmp_path: Path) -> N
     assert "More prose." in rules
     assert "make test" not in rules
     assert rules.count("```toml portwright") == 1
+    assert rules.index("Keep upstream names.") < rules.index("```toml portwright") < \
+        rules.index("More prose.")  # the harness's gates where the downstream had its own
     assert (ws.downstream / "parity-ledger.md").read_text() == ledger
     assert (ws.downstream / "upstream-sync.md").read_text() == (
         f"# Sync\n\nPinned commit: `{pair.pin}`\n")
