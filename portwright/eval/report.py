@@ -38,30 +38,26 @@ def percent(share: float) -> str:
     return f"{share * 100:.1f} %"
 
 
-def _per_resolved(value: float | None, text: str) -> str:
-    return "-" if value is None else text
-
-
 def measures(agg: Aggregate) -> list[tuple[str, str]]:
-    """The aggregate as (measure, value) rows."""
+    """The aggregate as (measure, value) rows; ``-`` where there is nothing to divide by."""
     rate = "" if agg.resolve_rate is None else f" ({percent(agg.resolve_rate)})"
     failures = ", ".join(f"{kind.value} {count}" for kind, count in agg.failures.items()
                          if count)
-    tokens_each = _per_resolved(
-        agg.tokens_in_per_resolved,
-        f"{agg.tokens_in_per_resolved or 0:,.0f} / {agg.tokens_out_per_resolved or 0:,.0f}")
+    cost_each = "-" if agg.cost_per_resolved is None else f"${agg.cost_per_resolved:.4f}"
+    tokens_each = ("-" if agg.tokens_in_per_resolved is None or
+                   agg.tokens_out_per_resolved is None else
+                   f"{agg.tokens_in_per_resolved:,.0f} / {agg.tokens_out_per_resolved:,.0f}")
+    median = "-" if agg.median_wall_seconds is None else duration(agg.median_wall_seconds)
     return [
         ("tasks", str(agg.tasks)),
         ("resolved", f"{agg.resolved} / {agg.tasks}{rate}"),
         ("95 % Wilson interval", f"{percent(agg.resolve_low)} to {percent(agg.resolve_high)}"),
         ("cost", f"${agg.cost_usd:.4f}"),
-        ("cost per resolved task", _per_resolved(agg.cost_per_resolved,
-                                                 f"${agg.cost_per_resolved or 0:.4f}")),
+        ("cost per resolved task", cost_each),
         ("tokens in / out", f"{agg.tokens_in:,} / {agg.tokens_out:,}"),
         ("tokens in / out per resolved task", tokens_each),
         ("wall time", duration(agg.wall_seconds)),
-        ("median time per task", "-" if agg.median_wall_seconds is None
-         else duration(agg.median_wall_seconds)),
+        ("median time per task", median),
         ("red observed", str(agg.red_observed)),
         ("failures", failures or "-"),
     ]
@@ -173,12 +169,12 @@ class ComparisonFiles(NamedTuple):
 def write_comparison(comparison: Comparison, out: Path) -> ComparisonFiles:
     """Write ``compare.json``, ``compare.md`` and ``compare.png`` into the folder ``out``
     (made if missing). Raises :class:`UsageError` when ``out`` cannot take them."""
-    from portwright.eval.chart import write_chart
-
     files = ComparisonFiles(out / "compare.json", out / "compare.md", out / "compare.png")
     if out.exists() and not out.is_dir():
         raise UsageError("not a folder", file=out, key="--out",
                          fix="pass a folder (it is made if missing)")
+    from portwright.eval.chart import write_chart  # matplotlib: only when drawing
+
     try:
         out.mkdir(parents=True, exist_ok=True)
         files.json.write_text(comparison.model_dump_json(indent=2) + "\n", encoding="utf-8")
