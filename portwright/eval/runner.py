@@ -211,7 +211,7 @@ def _attempt(task: PortTask, options: RunOptions, record: ValidationRecord, star
     project = Project.load(ws.downstream, at=ws.harness, environ=environ)
     source = _source(task, options)
     told({"event": "task_progress", "what": f"running the {mode.value}"})
-    outcome = run_mode(mode, project, ws.row, run_id=f"eval-{mode.value}",
+    outcome = run_mode(mode, project, ws.row, run_id=f"eval-{mode.value}-{task.slug}",
                        target=ws.task.commits[-1], model=source, on_event=told)
     told({"event": "task_progress", "what": "running the hidden tests"})
     scored = score(ws, outcome.head, record, where / "scored", run_id=f"eval-score-"

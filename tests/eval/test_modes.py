@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from portwright.agents.llm import CompletionRequest, Message
 from portwright.agents.loop import Status
+from portwright.agents.offline import ScriptedModel
 from portwright.eval.loop import OUTCOME
 from portwright.eval.modes import ModelSource, run_mode
 from portwright.project import Project
@@ -134,3 +136,45 @@ def test_a_weakening_loop_agent_gets_its_weakened_tests_committed(
     text = plumbing.show(tinystats.repo, outcome.head, TESTS)
     assert text is not None
     assert b"pytest.mark.skip" in text
+
+
+def crashing(model: ScriptedModel, *, after: int) -> ScriptedModel:
+    """``model``, but the process "dies" (Ctrl-C) at its call number ``after`` + 1."""
+    calls: list[int] = []
+
+    def script(request: CompletionRequest) -> Message:
+        calls.append(1)
+        if len(calls) > after:
+            raise KeyboardInterrupt
+        return model.complete(request).message
+
+    return ScriptedModel(script, model=model.model)
+
+
+def test_a_cycle_cut_short_resumes_from_its_checkpoint(tinystats: Tinystats) -> None:
+    project = Project.load(tinystats.repo, at="HEAD")
+    plan = tinystats.cycle_plan()
+    with pytest.raises(KeyboardInterrupt):  # dies in the implementer's first turn
+        run_mode("cycle", project, ROW, run_id="eval-cycle",
+                 model=ModelSource(client=crashing(porter(plan), after=2)))
+    again = porter(tinystats.cycle_plan())
+    outcome = run_mode("cycle", project, ROW, run_id="eval-cycle",
+                       model=ModelSource(client=again))
+    assert outcome.status == "done", outcome.detail
+    assert outcome.red_observed is True
+    # the gap verifier and the enumerator were not asked again; every call is counted
+    assert "You are the gap verifier" not in (again.requests[0].messages[0].content or "")
+    assert outcome.calls == 2 + len(again.requests)
+
+
+def test_a_loop_cut_short_starts_over_from_the_branch(tinystats: Tinystats) -> None:
+    project = Project.load(tinystats.repo, at="HEAD")
+    with pytest.raises(KeyboardInterrupt):  # dies after writing two files
+        run_mode("loop", project, ROW, run_id="eval-loop",
+                 model=ModelSource(client=crashing(loop_agent(tinystats.oracle()), after=2)))
+    again = loop_agent(tinystats.oracle())
+    outcome = run_mode("loop", project, ROW, run_id="eval-loop",
+                       model=ModelSource(client=again))
+    assert outcome.status == "done"
+    assert len(again.requests) == 5  # the whole turn again, from a clean worktree
+    assert outcome.calls == 2 + 5    # the cut turn's calls count too
