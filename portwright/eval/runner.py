@@ -139,9 +139,16 @@ def run_suite(suite: Suite, options: RunOptions, on_event: OnEvent | None = None
         for task in pending:
             run_task(task, options, locked)
     else:
-        with ThreadPoolExecutor(max_workers=options.jobs) as pool:
+        pool = ThreadPoolExecutor(max_workers=options.jobs, thread_name_prefix="eval-task")
+        try:
             for future in [pool.submit(run_task, task, options, locked) for task in pending]:
                 future.result()
+        except BaseException:
+            # Ctrl-C, or a task that raised: no further task starts; those running end
+            # (their sandboxes close with them), and the error goes on
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
     report = collect(suite, options)
     path = report_path(options.out, mode)
     _write(path, report)
@@ -177,17 +184,17 @@ def run_task(task: PortTask, options: RunOptions, on_event: OnEvent) -> TaskResu
         on_event({**event, "task": task.id, "mode": mode.value})
 
     _emit(on_event, task, mode, "task_started")
-    record = validate(task, options.repos, options.out,
-                      progress=lambda _, what: _emit(on_event, task, mode, "task_progress",
-                                                     what=f"validation: {what}"))
-    if not record.valid:
-        _emit(on_event, task, mode, "task_dropped", reason=record.reason)
-        return None
     started = time.monotonic()
     try:
+        record = validate(task, options.repos, options.out, progress=lambda _, what: _emit(
+            on_event, task, mode, "task_progress", what=f"validation: {what}"))
+        if not record.valid:
+            _emit(on_event, task, mode, "task_dropped", reason=record.reason)
+            return None
+        started = time.monotonic()
         result = _attempt(task, options, record, started, told)
-    except PortwrightError as exc:
-        logger.warning("task %s (%s): %s", task.id, mode.value, exc)
+    except (PortwrightError, OSError) as exc:  # the sandbox, the endpoint, the disk
+        logger.warning("task %s (%s): %s", task.id, mode.value, exc, exc_info=True)
         result = TaskResult(task=task.id, mode=mode, model=_model_name(task, options, None),
                             resolved=False, wall_seconds=round(time.monotonic() - started, 3),
                             failure=Failure.ERROR,
