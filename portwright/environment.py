@@ -39,6 +39,11 @@ OWN: dict[str, str] = {
 """Variables portwright reads itself, with what each means."""
 
 
+def variable(dotted: str) -> str:
+    """The variable that sets ``section.key``: ``model.name`` → ``PORTWRIGHT_MODEL__NAME``."""
+    return PREFIX + dotted.upper().replace(".", "__")
+
+
 def where(name: str) -> str:
     """How errors name a variable (in place of a file)."""
     return f"environment variable {name}"
@@ -67,15 +72,9 @@ def overlay(data: dict[str, Any], environ: Mapping[str, str],
     return sources
 
 
-def override_name(key: str) -> str:
-    """The variable that overrides the config key ``key`` (dotted): ``model.name`` →
-    ``PORTWRIGHT_MODEL__NAME``."""
-    return PREFIX + key.upper().replace(".", "__")
-
-
 def override_environ(keys: Mapping[str, str]) -> dict[str, str]:
     """Config keys (dotted) → values, as the ``PORTWRIGHT_*`` variables that set them."""
-    return {override_name(key): value for key, value in keys.items()}
+    return {variable(key): value for key, value in keys.items()}
 
 
 def _keys(name: str, sections: Collection[str]) -> tuple[str, ...]:

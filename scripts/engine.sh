@@ -7,6 +7,18 @@ cd "$(dirname "$0")/.."
 
 engine_up() { docker info >/dev/null 2>&1; }
 
+# Two setups at once (two clones, `make demo` side by side) take turns: installing packages
+# and starting dockerd happen once. The folder is the one image builds lock in.
+if [ -n "${XDG_RUNTIME_DIR:-}" ] && [ -d "${XDG_RUNTIME_DIR}" ]; then
+  locks="$XDG_RUNTIME_DIR/portwright/locks"
+else
+  locks="${XDG_CACHE_HOME:-$HOME/.cache}/portwright/locks"
+fi
+if mkdir -p -m 700 "$locks" 2>/dev/null && command -v flock >/dev/null 2>&1; then
+  exec 9>"$locks/engine-setup.lock"
+  flock 9
+fi
+
 if ! engine_up; then
   if [ "$(id -u)" != 0 ]; then
     echo "No Docker engine answers, and only root can start one here." >&2
@@ -45,6 +57,8 @@ if [ "$(id -u)" = 0 ]; then
     fi
   done
 fi
+
+exec 9>&-  # the image build takes its own lock (one per image)
 
 if [ "$(id -u)" = 0 ]; then
   .venv/bin/portwright sandbox base-image

@@ -19,17 +19,18 @@ from portwright.cli.common import console, emit_json, err_console, project
 from portwright.errors import UsageError
 
 if TYPE_CHECKING:
-    from portwright.dist.models import RunRequest
+    from portwright.dist.models import RunRequest, SyncRequest
     from portwright.project import Project
     from portwright.workflows.driver import RunView
 
-schedule_app = typer.Typer(help="Temporal schedules that start runs (cron).",
+schedule_app = typer.Typer(help="Temporal schedules that start runs and syncs (cron).",
                            no_args_is_help=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 SCHEDULABLE: dict[str, str] = {
     "run": "portwright.run",
+    "sync": "portwright.sync",
 }
 """Command → the workflow a schedule of it starts (a graph the workers serve)."""
 
@@ -124,6 +125,29 @@ def request(proj: Project, row: str, overrides: dict[str, str], replay: Path | N
                       allow_local=allow_local)
 
 
+def sync_request(proj: Project, to: str, overrides: dict[str, str], concurrency: int | None,
+                 allow_local: bool) -> SyncRequest:
+    """What starts a pin sync of ``proj`` towards ``to`` on a worker."""
+    _require_extra()
+    from portwright.dist.models import SyncRequest
+
+    return SyncRequest(root=str(proj.root.resolve()), to=to, overrides=overrides,
+                       concurrency=concurrency, allow_local=allow_local)
+
+
+def start_sync(proj: Project, asked: SyncRequest, sync_id: str, on_event: Any) -> str:
+    """Start a sync on the workers and wait until it ends; returns why the workflow ended
+    without finishing the sync's graph ("" when it did)."""
+    _require_extra()
+    from portwright.dist import client
+
+    if proj.run_dir(sync_id).exists():
+        raise UsageError(f"sync {sync_id!r} exists already", key="--sync-id",
+                         fix=f"pick another id, or `portwright resume {sync_id}`")
+    snapshot = client.run_sync(client.start_sync(proj, asked, sync_id, on_event))
+    return str(snapshot.failure)
+
+
 def worker(
     queue: Annotated[str | None, typer.Option(
         "--queue", "-q", help="Task queue to poll (default: [temporal] task_queue); one per "
@@ -161,32 +185,42 @@ def worker(
 
 def _schedule_request(proj: Project, argv: list[str]) -> tuple[str, Any]:
     """The workflow and argument of a scheduled command, parsed by the command's own
-    options (``run ROW --approve auto``)."""
+    options (``run ROW --approve auto``, ``sync --to main``)."""
     from portwright.cli.app import app
     from portwright.cli.common import check_options, override_keys
 
     if not argv or argv[0] not in SCHEDULABLE:
         raise UsageError(f"cannot schedule {' '.join(argv[:1]) or 'nothing'!r}", key="COMMAND",
                          fix=f"schedule one of: {', '.join(sorted(SCHEDULABLE))}")
-    workflow = SCHEDULABLE[argv[0]]
+    name, workflow = argv[0], SCHEDULABLE[argv[0]]
     import click
 
     parser = typer.main.get_command_from_info(
-        next(info for info in app.registered_commands if info.name == "run"
-             or (info.name is None and getattr(info.callback, "__name__", "") == "run")),
+        next(info for info in app.registered_commands if info.name == name
+             or (info.name is None and getattr(info.callback, "__name__", "") == name)),
         pretty_exceptions_short=True, rich_markup_mode=None)
     try:
-        ctx = parser.make_context("run", list(argv[1:]))
+        ctx = parser.make_context(name, list(argv[1:]))
     except click.ClickException as exc:
-        raise UsageError(f"schedule of run: {exc.format_message()}", key="COMMAND",
-                         fix="see `portwright run --help`") from exc
+        raise UsageError(f"schedule of {name}: {exc.format_message()}", key="COMMAND",
+                         fix=f"see `portwright {name} --help`") from exc
     params = ctx.params
     overrides = override_keys(params.get("model"), params.get("sandbox"),
-                                   params.get("approve"))
+                              params.get("approve"))
     check_options(proj, overrides)
-    arg = request(proj, params["row"], overrides, params.get("replay"),
-                  bool(params.get("allow_local")) or params.get("sandbox") == "local")
-    return workflow, arg
+    allow_local = bool(params.get("allow_local")) or params.get("sandbox") == "local"
+    if name == "sync":
+        for option in ("sync_id", "engine"):
+            if params.get(option) is not None:
+                raise UsageError(f"schedule of sync: --{option.replace('_', '-')} is not "
+                                 "for a schedule", key="COMMAND",
+                                 fix="drop it: each start is a new sync on the workers, its "
+                                     "id the schedule's id and the time")
+        to = params.get("to") or proj.config.upstream.branch
+        return workflow, sync_request(proj, to, overrides, params.get("concurrency"),
+                                      allow_local)
+    return workflow, request(proj, params["row"], overrides, params.get("replay"),
+                             allow_local)
 
 
 @schedule_app.command("create", context_settings={"allow_extra_args": True,
@@ -195,11 +229,11 @@ def schedule_create(
     ctx: typer.Context,
     cron: Annotated[str, typer.Option("--cron", help='When, e.g. "0 3 * * *" (UTC).')],
     schedule_id: Annotated[str | None, typer.Option(
-        "--id", help="Schedule id (default: the command, e.g. run-ROW).")] = None,
+        "--id", help="Schedule id (default: the command, e.g. run-ROW, sync-main).")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Start COMMAND (``run ROW [options]``) at every CRON time, as a Temporal workflow on
-    ``[temporal] task_queue``."""
+    """Start COMMAND (``run ROW [options]`` or ``sync [--to REV] [options]``) at every CRON
+    time, as a Temporal workflow on ``[temporal] task_queue``."""
     import asyncio
 
     from portwright.dist.models import run_id_of
@@ -209,7 +243,7 @@ def schedule_create(
     proj = project()
     _require_extra()
     workflow, arg = _schedule_request(proj, argv)
-    ident = schedule_id or run_id_of("-".join(argv[:2]))
+    ident = schedule_id or run_id_of("-".join(a for a in argv[:3] if not a.startswith("-")))
     from portwright.dist import client as dist_client
     from portwright.dist import schedules
 

@@ -317,11 +317,19 @@ def pr(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     as_json: JsonOption = False,
 ) -> None:
-    """Open or update the pull request of a finished run (or of one blocked opening it: a
-    bad token, a rate limit), on the backend of its [pr] config; never a second one."""
+    """Open or update the pull request of a finished run or of a sync that moved the pin (or
+    of one blocked opening it: a bad token, a rate limit), on the backend of its [pr]
+    config; never a second one."""
     from portwright.workflows import driver
+    from portwright.workflows.sync_state import is_sync
 
-    _finish(driver.publish(project(committed=True), run_id, _printer(as_json)), as_json)
+    proj = project(committed=True)
+    if is_sync(proj, run_id):
+        from portwright.cli.sync import publish_sync
+
+        publish_sync(proj, run_id, as_json)
+        return
+    _finish(driver.publish(proj, run_id, _printer(as_json)), as_json)
 
 
 def _age(values: dict[str, Any]) -> str:

@@ -15,7 +15,14 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from portwright.cli.common import console, emit_json, export_overrides, override_keys, project
+from portwright.cli.common import (
+    console,
+    emit_json,
+    err_console,
+    export_overrides,
+    override_keys,
+    project,
+)
 
 if TYPE_CHECKING:
     from portwright.project import Project
@@ -103,7 +110,8 @@ def _payload(result: SyncView) -> dict[str, Any]:
             "pin_moved": result.status.value == "done", "pin_commit": values.get("pin_commit"),
             "commits": commit_rows(values), "ports": values.get("ports", {}),
             "gates": values.get("gates", []), "next": list(result.next),
-            "pr": values.get("pr", "")}
+            "pr": values.get("pr", ""), "pr_url": values.get("pr_url", ""),
+            "pr_number": values.get("pr_number")}
 
 
 def finish(result: SyncView, as_json: bool) -> None:
@@ -120,6 +128,8 @@ def finish(result: SyncView, as_json: bool) -> None:
         if result.status.value == "done":
             console.print(f"pin moved to {values['target'][:12]} on {values['branch']}; "
                           f"report: portwright report {result.sync_id}", markup=False)
+            if values.get("pr_url"):
+                console.print(f"pull request: {values['pr_url']}", markup=False)
     if result.status.value == "blocked":
         raise typer.Exit(1)
 
@@ -141,18 +151,29 @@ def sync(
     allow_local: Annotated[bool, typer.Option(
         "--allow-local", help="Run commands as plain host processes if no sandbox backend is "
         "usable (not isolation).")] = False,
+    engine: Annotated[str | None, typer.Option(
+        help="local: this process drives the sync; temporal: a Temporal workflow on "
+        "`portwright worker` processes (default: [runs] engine).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (events as lines).")]
     = False,
 ) -> None:
     """Move the pin to an upstream revision: classify every upstream commit since the pin,
     port the missing ones (one run per row, in parallel), record the rest in the ledger, and
     move the pin once every commit is accounted for and every pin gate passes."""
+    from portwright.errors import UsageError
     from portwright.workflows import sync_driver
 
-    export_overrides(override_keys(model, sandbox, approve))
+    if engine not in (None, "local", "temporal"):
+        raise UsageError(f"--engine {engine!r}", key="--engine", fix="use local or temporal")
+    overrides = override_keys(model, sandbox, approve)
+    export_overrides(overrides)
     proj = project(committed=True)
     target = to if to is not None else proj.config.upstream.branch
     progress = _Progress(as_json)
+    if (engine or proj.config.runs.engine) == "temporal":
+        _on_temporal(proj, target, overrides, sync_id, concurrency,
+                     allow_local or sandbox == "local", as_json)
+        return
     if as_json:
         result = sync_driver.start(proj, target, progress, sync_id=sync_id,
                                    concurrency=concurrency,
@@ -164,6 +185,34 @@ def sync(
                                        concurrency=concurrency,
                                        allow_local=allow_local or sandbox == "local")
     finish(result, as_json)
+
+
+def _on_temporal(proj: Project, target: str, overrides: dict[str, str], sync_id: str | None,
+                 concurrency: int | None, allow_local: bool, as_json: bool) -> None:
+    """``sync --engine temporal``: the sync as a workflow on the workers; where it ended is
+    read from the project's checkpoints, as for a local sync."""
+    from portwright.cli import dist
+    from portwright.errors import UsageError
+    from portwright.workflows import sync_driver
+    from portwright.workflows.context import new_run_id
+    from portwright.workflows.driver import open_checkpointer
+
+    sync_driver.check_target(proj, target)  # bad input is refused here, not on a worker
+    sync_id = sync_id or new_run_id("sync")
+    asked = dist.sync_request(proj, target, overrides, concurrency, allow_local)
+    failure = dist.start_sync(proj, asked, sync_id, _Progress(as_json))
+    try:
+        with open_checkpointer(proj) as saver:
+            result = sync_driver.view(proj, sync_id, saver)
+    except UsageError:
+        result = None
+    if result is None or failure:
+        err_console.print(f"sync {sync_id}: the workflow ended without finishing: "
+                          f"{failure or 'no step ran'}", markup=False)
+    if result is not None:
+        finish(result, as_json)
+    if result is None or failure:
+        raise typer.Exit(1)
 
 
 def syncs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
@@ -195,6 +244,16 @@ def resume_sync(proj: Project, sync_id: str, as_json: bool, allow_local: bool) -
     from portwright.workflows import sync_driver
 
     result = sync_driver.resume(proj, sync_id, _Progress(as_json), allow_local=allow_local)
+    finish(result, as_json)
+
+
+def publish_sync(proj: Project, sync_id: str, as_json: bool) -> None:
+    from portwright.workflows import sync_driver
+
+    result = sync_driver.publish(proj, sync_id, _Progress(as_json))
+    if not as_json:
+        console.print(f"pull request of sync {sync_id}: {result.values['pr_url']}",
+                      markup=False)
     finish(result, as_json)
 
 

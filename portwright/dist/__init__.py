@@ -24,7 +24,11 @@ What portwright adds around it:
 - :mod:`.workflow` — the ``portwright.run`` workflow (workflow id = run id): opens the run
   (its manifest says ``engine = "temporal"``), drives the graph, parks at approvals, answers
   the ``view`` query and the ``decide`` update.
-- :mod:`.client` — what the CLI asks of a run driven by Temporal: start, view, answer.
+- :mod:`.sync_workflow`, :mod:`.sync_activities` — the ``portwright.sync`` workflow (workflow
+  id = sync id): an activity opens the sync, then each activity advances its graph by one
+  checkpointed step (in the project's checkpoints, as a local sync), heartbeating.
+- :mod:`.client` — what the CLI asks of a run driven by Temporal: start, view, answer; and
+  starting a sync.
 - :mod:`.worker` — ``portwright worker``: one process polling one task queue.
 - :mod:`.schedules` — Temporal schedules that start a workflow by name with arguments.
 

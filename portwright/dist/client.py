@@ -25,9 +25,12 @@ from portwright.config import TemporalConfig
 from portwright.dist.models import (
     DECIDE_UPDATE,
     RUN_WORKFLOW,
+    SYNC_WORKFLOW,
     VIEW_QUERY,
     RunRequest,
     RunSnapshot,
+    SyncRequest,
+    SyncSnapshot,
 )
 from portwright.errors import TemporalUnavailable, UsageError
 from portwright.project import Project
@@ -185,6 +188,41 @@ async def answer(project: Project, run_id: str, decision: dict[str, Any],
                          f"{current.status})", key="RUN",
                          fix=f"see `portwright status {run_id}`") from exc
     return await _settle(handle, run_id, on_event, asked, None, seen)
+
+
+async def start_sync(project: Project, request: SyncRequest, sync_id: str,
+                     on_event: OnEvent) -> SyncSnapshot:
+    """Start sync ``sync_id`` as a workflow on ``[temporal] task_queue`` and wait until it
+    ends, reporting each step's outcome; its state is then in the project's checkpoints."""
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    config = project.config.temporal
+    client = await connect(config)
+    try:
+        handle = await client.start_workflow(SYNC_WORKFLOW, request, id=sync_id,
+                                             task_queue=config.task_queue,
+                                             result_type=SyncSnapshot)
+    except WorkflowAlreadyStartedError as exc:
+        raise UsageError(f"a workflow {sync_id!r} exists already", key="--sync-id",
+                         fix="pick another sync id") from exc
+    on_event({"event": "sync_started", "sync_id": sync_id, "engine": "temporal",
+              "task_queue": config.task_queue})
+    steps = 0
+    while True:
+        described = await handle.describe()
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            break
+        found: SyncSnapshot = await handle.query(VIEW_QUERY, result_type=SyncSnapshot)
+        if found.steps > steps:
+            steps = found.steps
+            on_event({"event": "step_done", "sync_id": sync_id, "next": found.next})
+        await asyncio.sleep(POLL_SECONDS)
+    try:
+        result: SyncSnapshot = await handle.result()
+    except WorkflowFailureError as exc:
+        return SyncSnapshot(sync_id=sync_id, status="blocked",
+                            failure=f"the workflow failed: {exc.cause or exc}")
+    return result
 
 
 def run_sync(coro: Any) -> Any:

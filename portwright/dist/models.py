@@ -13,6 +13,12 @@ RUN_WORKFLOW = "portwright.run"
 """Workflow type of the port cycle."""
 OPEN_RUN_ACTIVITY = "portwright.open_run"
 """Activity that opens a run: its worktree and manifest."""
+SYNC_WORKFLOW = "portwright.sync"
+"""Workflow type of the pin sync."""
+OPEN_SYNC_ACTIVITY = "portwright.open_sync"
+"""Activity that opens a sync: its worktree and manifest, and the target it moves to."""
+SYNC_STEP_ACTIVITY = "portwright.sync_step"
+"""Activity that advances a sync by one step of its graph."""
 GRAPH = "portwright.cycle"
 """Name the cycle is registered under with the LangGraph plugin."""
 VIEW_QUERY = "view"
@@ -81,3 +87,63 @@ class RunSnapshot(_Model):
     """How many times the run has asked for a decision (tells a new request from the last)."""
     failure: str = ""
     """Why the workflow ended without finishing the graph (a node failed every attempt)."""
+
+
+class SyncRequest(_Model):
+    """What starts a pin sync (``portwright sync --to REV``, or a schedule)."""
+
+    root: str
+    """The downstream repository (an absolute path every worker reaches)."""
+    to: str
+    """Upstream revision to move the pin to, resolved when the sync opens (a schedule of
+    ``--to main`` follows the branch)."""
+    overrides: dict[str, str] = Field(default_factory=dict)
+    """Config settings changed by the command's options (``section.key`` → value)."""
+    concurrency: int | None = None
+    """Port runs at once (None: ``[sync] concurrency``)."""
+    allow_local: bool = False
+    """Whether the unisolated ``local`` sandbox backend may be used."""
+
+
+class OpenSync(_Model):
+    """Input of the activity that opens a sync."""
+
+    request: SyncRequest
+    sync_id: str
+    workflow_id: str
+
+
+class OpenedSync(_Model):
+    """What the opening activity answers: the target, and the activity options of the
+    worker's ``[temporal]`` (a workflow reads no config; an activity's result is history)."""
+
+    target: str
+    heartbeat_timeout: float
+    node_timeout: float
+    max_attempts: int
+
+
+class SyncRef(_Model):
+    """A sync as its step activities see it: enough to open it anywhere."""
+
+    root: str
+    sync_id: str
+    overrides: dict[str, str] = Field(default_factory=dict)
+    concurrency: int | None = None
+    allow_local: bool = False
+
+
+class SyncSnapshot(_Model):
+    """Where a Temporal-driven sync stands (the ``view`` query, the workflow's result); its
+    whole state is in the project's checkpoints (``portwright status SYNC``)."""
+
+    sync_id: str = ""
+    status: str = "running"
+    reason: str = ""
+    next: list[str] = Field(default_factory=list)
+    """Nodes that run next (empty once the graph ended)."""
+    steps: int = 0
+    """Steps taken so far."""
+    pr_url: str = ""
+    failure: str = ""
+    """Why the workflow ended without finishing the graph (a step failed every attempt)."""

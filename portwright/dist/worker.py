@@ -1,5 +1,5 @@
 """``portwright worker``: one process that polls one task queue of the Temporal service and
-runs the port cycle's workflows and nodes found there.
+runs the port cycle's workflows and nodes, and pin syncs and their steps, found there.
 
 Start one per machine and class of sandbox: ``portwright worker`` polls ``[temporal]
 task_queue`` (workflows and ordinary nodes), ``portwright worker --queue gpu`` the nodes
@@ -23,6 +23,8 @@ from portwright.config import CONFIG_FILE
 from portwright.dist.activities import OnEvent, open_run_activity, temporal_cycle
 from portwright.dist.client import connect
 from portwright.dist.models import GRAPH
+from portwright.dist.sync_activities import open_sync_activity, sync_step_activity
+from portwright.dist.sync_workflow import SyncWorkflow
 from portwright.dist.workflow import PortCycleWorkflow
 from portwright.errors import ConfigError
 from portwright.project import Project
@@ -56,7 +58,9 @@ def build_worker(client: Any, project: Project, queue: str | None,
         restrictions=SandboxRestrictions.default.with_passthrough_modules(
             "portwright", "pydantic", "pydantic_core", "annotated_types", "rich"))
     return Worker(client, task_queue=queue or config.task_queue,
-                  workflows=[PortCycleWorkflow], activities=[open_run_activity],
+                  workflows=[PortCycleWorkflow, SyncWorkflow],
+                  activities=[open_run_activity, open_sync_activity,
+                              sync_step_activity(on_event)],
                   plugins=[plugin], workflow_runner=runner,
                   max_concurrent_activities=config.max_concurrent_nodes + 1,
                   activity_executor=concurrent.futures.ThreadPoolExecutor(

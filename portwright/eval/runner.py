@@ -43,7 +43,7 @@ from pydantic import BaseModel
 from portwright.agents.llm import LLMClient
 from portwright.agents.offline import ReplayModel
 from portwright.config import ModelBudget, ModelConfig, PortwrightConfig
-from portwright.environment import STATE_ENV, overlay, override_name
+from portwright.environment import STATE_ENV, overlay, variable
 from portwright.errors import PortwrightError, UsageError
 from portwright.eval.hidden import (
     apply_hidden,
@@ -214,7 +214,7 @@ def _attempt(task: PortTask, options: RunOptions, record: ValidationRecord, star
     ws = prepare(task, options.repos, where)
     environ = {**options.environ, STATE_ENV: str(where / "state")}
     if options.model:
-        environ[override_name("model.name")] = options.model
+        environ[variable("model.name")] = options.model
     project = Project.load(ws.downstream, at=ws.harness, environ=environ)
     source = _source(task, options)
     told({"event": "task_progress", "what": f"running the {mode.value}"})

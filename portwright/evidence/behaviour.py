@@ -185,15 +185,23 @@ def _placeholder(module: Token) -> str:
     return f"<module {stem.split('.', 1)[0]}>"
 
 
+_MODULE_WORDS = frozenset({"import", "require", "export", "module"}) | _DECLARATIONS
+
+
 def _module_plumbing(tokens: list[Token]) -> list[Token]:
     """Imports, exports, ``require``, ``module.exports`` and ``'use strict'`` dropped; a
     module-bound name is its module's placeholder, and ``N.x`` of a namespace is ``x``."""
     modules = _module_names(tokens)
+    special = _MODULE_WORDS | modules.keys()
     out: list[Token] = []
     index = 0
     while index < len(tokens):
         token = tokens[index]
         text = token.text
+        if text not in special and (token.kind != "string" or "use strict" not in text):
+            out.append(token)  # most tokens: nothing below applies
+            index += 1
+            continue
         nxt = tokens[index + 1] if index + 1 < len(tokens) else None
         following = nxt.text if nxt is not None else ""
         if token.kind == "string" and string_value(token) == "use strict":
@@ -253,10 +261,10 @@ def _declarations(tokens: list[Token]) -> list[Token]:
         depth -= text in (")", "]", "}")
         if depth < level:
             declaring = expect = False
-        raw_next = tokens[index + 1] if index + 1 < len(tokens) else None
-        nxt = _code(tokens, index + 1)
         if declaring and depth == level and expect and token.kind == "ident":
             expect = False
+            raw_next = tokens[index + 1] if index + 1 < len(tokens) else None
+            nxt = _code(tokens, index + 1)
             if nxt is None or nxt.text in (",", ";") or \
                     (raw_next is not None and raw_next.kind == "newline" and nxt.text != "="):
                 index += 2 if nxt is not None and nxt.text == "," and raw_next is nxt else 1

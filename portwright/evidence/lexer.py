@@ -36,25 +36,26 @@ _C_EXTENSIONS = frozenset({".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts",
 _PYTHON_EXTENSIONS = frozenset({".py", ".pyi", ".pyx"})
 _JS_EXTENSIONS = frozenset({".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"})
 
-_C_TOKEN = re.compile(r"""
+# Blanks before a token are part of its match (``match.group(kind)`` is the token): half
+# the matches of a plain alternation would be blanks, each a turn of the Python loop.
+_C_TOKEN = re.compile(r"""[ \t\r\f\v]*(?:
     (?P<newline>\n)
-  | (?P<space>[ \t\r\f\v]+)
   | (?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))
   | (?P<string>"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?)
   | (?P<template>`(?:[^`\\]|\\.)*`?)
   | (?P<number>\.?\d[\w.]*)
   | (?P<ident>[A-Za-z_$][\w$]*)
-  | (?P<punct>.)
+  | (?P<punct>.))
 """, re.VERBOSE | re.DOTALL)
-_PY_TOKEN = re.compile(r"""
+_PY_TOKEN = re.compile(r"""[ \t\r\f\v]*(?:
     (?P<newline>\n)
-  | (?P<space>[ \t\r\f\v]+|\\\n)
+  | (?P<space>\\\n)
   | (?P<comment>\#[^\n]*)
   | (?P<string>[rRbBuUfF]{0,2}(?:'''(?:[^\\]|\\.)*?(?:'''|\Z)|\"\"\"(?:[^\\]|\\.)*?(?:\"\"\"|\Z)
                 |'(?:[^'\\\n]|\\.)*'?|"(?:[^"\\\n]|\\.)*"?))
   | (?P<number>\.?\d[\w.]*)
   | (?P<ident>[A-Za-z_]\w*)
-  | (?P<punct>.)
+  | (?P<punct>.))
 """, re.VERBOSE | re.DOTALL)
 _REGEX_BODY = re.compile(r"/(?:[^/\\\n\[]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/[a-z]*")
 _REGEX_AFTER = frozenset("(,=:[!&|?{};+-*%<>~^") | {"", "return", "typeof", "case", "in", "of",
@@ -222,7 +223,8 @@ def _scan(text: str, lexer_family: Family, regex_literals: bool,
     while pos < end:
         for match in pattern.finditer(text, pos):
             kind = match.lastgroup
-            value = match.group()
+            assert kind is not None
+            value = match.group(kind)
             if kind == "newline":
                 tokens.append(Token("newline", "\n", line))
                 line += 1
@@ -232,10 +234,10 @@ def _scan(text: str, lexer_family: Family, regex_literals: bool,
                         tokens.extend(rest)
                         return tuple(tokens)
                 continue
-            if kind == "space":
-                line += value.count("\n")
+            if kind == "space":  # a backslash-newline continuation
+                line += 1
                 continue
-            start = match.start()
+            start = match.start(kind)
             if regex_literals and value == "/" and text[start + 1:start + 2] not in ("/", "*") \
                     and _regex_may_start(tokens):
                 found = _REGEX_BODY.match(text, start)

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError
+from portwright.globs import match
 from portwright.parity._files import glob_files, read_text, rel, write_text
 from portwright.parity.markdown import (
     Table,
@@ -38,6 +39,7 @@ from portwright.parity.markdown import (
     replace_cells,
     split_cells,
 )
+from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
@@ -239,6 +241,46 @@ def find_row(repo: Path, config: PortwrightConfig, row_id: str) -> MatrixRow:
     raise ParityFileError(f"no matrix row has id {row_id!r}",
                           file=", ".join(config.artifacts.matrices),
                           fix="check the id with `portwright rows`")
+
+
+def _committed_matrices(repo: Path, patterns: list[str], commit: str) -> list[str]:
+    """Paths of the files committed at ``commit`` that the matrices globs match (a folder
+    stands for the ``.md`` files under it, as for :func:`glob_files`)."""
+    found: set[str] = set()
+    for mode, _, path in plumbing.tree_entries(repo, commit):
+        if mode == "120000":
+            continue
+        for pattern in patterns:
+            if any(ch in pattern for ch in "*?["):
+                hit = match(path, pattern)
+            else:
+                folder = pattern.strip("/")
+                hit = path == folder or (path.startswith(f"{folder}/") and path.endswith(".md"))
+            if hit:
+                found.add(path)
+                break
+    return sorted(found)
+
+
+def require_row_at(repo: Path, config: PortwrightConfig, row_id: str, commit: str) -> None:
+    """Raise :class:`ParityFileError` unless a matrix committed at ``commit`` has a row
+    ``row_id`` (a run reads the matrices of the commit it starts from)."""
+    files = _committed_matrices(repo, config.artifacts.matrices, commit)
+    ids: list[str] = []
+    for path in files:
+        text = (plumbing.show(repo, commit, path) or b"").decode("utf-8", "replace")
+        ids += [r.id for r in rows_of_text(text, repo / path, path, config.artifacts.statuses)]
+    if row_id in ids:
+        return
+    where = ", ".join(files) if files else (
+        f"no file matches [artifacts] matrices ({', '.join(config.artifacts.matrices)})")
+    known = ", ".join(ids[:12]) + (f" … ({len(ids)} rows)" if len(ids) > 12 else "")
+    raise ParityFileError(
+        f"no matrix row has id {row_id!r} at {commit[:12]}"
+        + (f" (rows: {known})" if ids else " (the matrices have no rows)"),
+        file=where, key="ROW",
+        fix="pick a row id that `portwright rows` lists, or add the row to a matrix and "
+            "commit it (a run reads the committed matrices)")
 
 
 def update_row(

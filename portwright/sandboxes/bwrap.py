@@ -87,6 +87,12 @@ _USERNS_FIX = ("let unprivileged users create user namespaces (`sysctl -w "
                "kernels that have it), or use the Docker backend")
 
 
+_EXEC = ("/bin/sh", "-c", 'exec "$@"', "portwright-exec")
+"""How bwrap starts a command: through a shell that replaces itself with it, so a program
+that is not there exits 127 and one that cannot run 126, as in the Docker sandbox (bwrap's
+own ``execvp`` failure exits 1)."""
+
+
 def parse_size(text: str) -> int:
     """Docker-style sizes: ``512m``, ``2g``, ``1048576`` → bytes."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*", text.lower())
@@ -233,7 +239,7 @@ class BwrapSandbox(SandboxBase):
             args += ["--info-fd", str(info_fd)]
         for key, value in env.items():
             args += ["--setenv", key, value]
-        args += ["--chdir", str(cwd), "--", *argv]
+        args += ["--chdir", str(cwd), "--", *_EXEC, *argv]
         return args
 
     def _child_setup(self) -> None:

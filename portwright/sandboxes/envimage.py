@@ -19,9 +19,10 @@ variables are passed as build arguments; neither is part of the image's key.
 **Keyed by content.** The image's tag is ``portwright/env-<repo>:<key>``, ``<key>`` the
 digest of the setup commands, the lockfiles (path and blob), the Dockerfile's folder (its
 git tree) and the base image (its id): a change to any of them builds a new image on first
-use, and nothing else does. Builds are serialised by a file lock per key in the state
-folder, so two processes that need the same image at once build it once (the second finds
-it built) and leave no untagged image behind. The build's log is kept beside the lock.
+use, and nothing else does. Builds are serialised by a file lock per tag that every clone
+and state folder of this user shares (:mod:`portwright.sandboxes.buildlock`), so two
+processes that need the same image at once build it once (the second finds it built) and
+leave no untagged image behind. The build's log is kept in the state folder.
 
 bubblewrap has no images: there, ``setup`` runs in every new sandbox, without network
 (:mod:`portwright.sandboxes.common`).
@@ -47,14 +48,13 @@ from typing import Literal
 
 import docker
 from docker.errors import APIError, BuildError, ImageNotFound
-from filelock import FileLock
-from filelock import Timeout as LockTimeout
 
 from portwright import globs
 from portwright.config import CONFIG_FILE, SandboxConfig
 from portwright.config_errors import locate_key
 from portwright.environment import STATE_ENV, default_state_home
-from portwright.errors import ConfigError, ImageMissing, RepositoryError, SandboxError
+from portwright.errors import ConfigError, ImageMissing, RepositoryError
+from portwright.sandboxes.buildlock import image_lock
 from portwright.sandboxes.engine import missing_image_fix
 from portwright.vcs import plumbing
 
@@ -74,8 +74,6 @@ _CONTEXT = ".portwright-env"
 _CA_VARIABLES = ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
                  "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO")
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "FTP_PROXY", "ALL_PROXY")
-LOCK_TIMEOUT = 3600.0
-"""Seconds a process waits for another one's build of the same image."""
 BUILD_TIMEOUT = 3600
 """Seconds the engine may stay silent during a build (a long compile prints nothing)."""
 
@@ -396,8 +394,8 @@ def ensure_env_image(config: SandboxConfig, source: EnvSource,
                      client: docker.DockerClient | None = None) -> EnvBuild:
     """The environment image of ``config`` at ``source``, built when it is not there.
 
-    One build per key at a time on this machine's state folder: a second process waits for
-    the first and then uses its image.
+    One build per tag at a time on this machine, whatever the state folder: a second process
+    waits for the first and then uses its image.
     """
     from portwright.sandboxes.engine import docker_client
 
@@ -414,22 +412,16 @@ def ensure_env_image(config: SandboxConfig, source: EnvSource,
         folder.mkdir(parents=True, exist_ok=True)
         log_path = folder / f"{spec.name}-{spec.key[:16]}.build.log"
         started = time.monotonic()
-        try:
-            with FileLock(str(folder / f"{spec.name}-{spec.key[:16]}.lock"),
-                          timeout=LOCK_TIMEOUT):
-                if _exists(client, spec.tag):  # built by another process while we waited
-                    return EnvBuild(spec.tag, spec.key, False, time.monotonic() - started,
-                                    log_path, tuple(spec.lockfiles))
-                logger.info("building the environment image %s (log: %s)", spec.tag, log_path)
-                builder = docker_client(timeout=BUILD_TIMEOUT)
-                try:
-                    _build(builder, spec, source, log_path)
-                finally:
-                    builder.close()
-        except LockTimeout as exc:
-            raise SandboxError(f"another process has been building {spec.tag} for over "
-                               f"{LOCK_TIMEOUT:.0f} s", fix=f"see {log_path}; if no portwright "
-                               "process builds it any more, retry") from exc
+        with image_lock(spec.tag):
+            if _exists(client, spec.tag):  # built by another process while we waited
+                return EnvBuild(spec.tag, spec.key, False, time.monotonic() - started,
+                                log_path, tuple(spec.lockfiles))
+            logger.info("building the environment image %s (log: %s)", spec.tag, log_path)
+            builder = docker_client(timeout=BUILD_TIMEOUT)
+            try:
+                _build(builder, spec, source, log_path)
+            finally:
+                builder.close()
         return EnvBuild(spec.tag, spec.key, True, time.monotonic() - started, log_path,
                         tuple(spec.lockfiles))
     finally:

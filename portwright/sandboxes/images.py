@@ -24,9 +24,11 @@ from pathlib import Path
 
 import docker
 from docker.errors import APIError, ImageNotFound
+from docker.models.images import Image
 
 from portwright.config import SandboxConfig
 from portwright.errors import ImageMissing, SandboxError
+from portwright.sandboxes.buildlock import image_lock
 from portwright.sandboxes.engine import BASE_TAG as BASE_TAG  # re-exported
 from portwright.sandboxes.engine import docker_client
 from portwright.sandboxes.engine import missing_image_fix as missing_image_fix  # re-exported
@@ -134,6 +136,35 @@ def _apt_entries(path: Path) -> list[tuple[str, list[str]]]:
     return entries
 
 
+def build_once(client: docker.DockerClient, tag: str, build: Callable[[], None], *,
+               force: bool = False, progress: Progress = _quiet) -> tuple[str, bool]:
+    """Make ``tag`` with ``build`` unless it exists (or ``force``); return its id and whether
+    this call built it.
+
+    One builder of ``tag`` at a time on this machine (:func:`image_lock`): a second process
+    waits for the first, then finds the image and builds nothing.
+    """
+    if not force and (image := _image(client, tag)) is not None:
+        progress(f"{tag} exists ({image.short_id}); nothing to do")
+        return str(image.id), False
+    with image_lock(tag, on_wait=progress):
+        if not force and (image := _image(client, tag)) is not None:
+            progress(f"{tag} exists ({image.short_id}, built by another process while this "
+                     "one waited); nothing to do")
+            return str(image.id), False
+        build()
+    image = client.images.get(tag)
+    progress(f"built {tag} ({image.short_id})")
+    return str(image.id), True
+
+
+def _image(client: docker.DockerClient, tag: str) -> Image | None:
+    try:
+        return client.images.get(tag)
+    except ImageNotFound:
+        return None
+
+
 def build_base_image(
     tag: str = BASE_TAG,
     *,
@@ -145,51 +176,47 @@ def build_base_image(
 ) -> str:
     """Build the offline base image with debootstrap + ``docker import``; return its id.
 
-    Returns at once when ``tag`` exists, unless ``force``. Needs root and debootstrap.
+    Returns at once when ``tag`` exists, unless ``force``; a second process that asks while
+    one builds waits for it (:func:`build_once`). Needs root and debootstrap.
     """
     own = client is None
     client = client or docker_client(timeout=600)
     try:
-        if not force:
-            try:
-                image = client.images.get(tag)
-            except ImageNotFound:
-                pass
-            else:
-                progress(f"{tag} exists ({image.short_id}); nothing to do")
-                return str(image.id)
-        debootstrap = shutil.which("debootstrap")
-        if debootstrap is None:
-            raise SandboxError("debootstrap is not installed",
-                               fix="apt-get install -y debootstrap")
-        if os.geteuid() != 0:
-            raise SandboxError("building the base image needs root (debootstrap)",
-                               fix=f"run `sudo portwright sandbox base-image --tag {tag}`")
-        mirror = mirror or debian_mirror(suite)
-        with tempfile.TemporaryDirectory(prefix="portwright-rootfs-") as tmp:
-            rootfs = Path(tmp) / "rootfs"
-            progress(f"debootstrap {suite} from {mirror} (about a minute)")
-            _run([debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-                  suite, str(rootfs), mirror], progress)
-            shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
-            progress("packing the root file system")
-            archive = Path(tmp) / "rootfs.tar"
-            _run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(archive), "."],
-                 progress)
-            shutil.rmtree(rootfs, ignore_errors=True)
-            progress(f"docker import → {tag}")
-            repository, _, version = tag.rpartition(":")
-            if not repository or "/" in version:
-                repository, version = tag, "latest"
-            changes = [f"LABEL {LABEL_IMAGE}=base", "ENV LANG=C.UTF-8", 'CMD ["/bin/sh"]']
-            client.api.import_image_from_file(str(archive), repository=repository,
-                                              tag=version, changes=changes)
-        image = client.images.get(tag)
-        progress(f"built {tag} ({image.short_id})")
-        return str(image.id)
+        return build_once(client, tag, lambda: _debootstrap_import(
+            client, tag, suite=suite, mirror=mirror, progress=progress),
+            force=force, progress=progress)[0]
     finally:
         if own:
             client.close()
+
+
+def _debootstrap_import(client: docker.DockerClient, tag: str, *, suite: str,
+                        mirror: str | None, progress: Progress) -> None:
+    debootstrap = shutil.which("debootstrap")
+    if debootstrap is None:
+        raise SandboxError("debootstrap is not installed", fix="apt-get install -y debootstrap")
+    if os.geteuid() != 0:
+        raise SandboxError("building the base image needs root (debootstrap)",
+                           fix=f"run `sudo portwright sandbox base-image --tag {tag}`")
+    mirror = mirror or debian_mirror(suite)
+    with tempfile.TemporaryDirectory(prefix="portwright-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        progress(f"debootstrap {suite} from {mirror} (about a minute)")
+        _run([debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+              suite, str(rootfs), mirror], progress)
+        shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
+        progress("packing the root file system")
+        archive = Path(tmp) / "rootfs.tar"
+        _run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(archive), "."],
+             progress)
+        shutil.rmtree(rootfs, ignore_errors=True)
+        progress(f"docker import → {tag}")
+        repository, _, version = tag.rpartition(":")
+        if not repository or "/" in version:
+            repository, version = tag, "latest"
+        changes = [f"LABEL {LABEL_IMAGE}=base", "ENV LANG=C.UTF-8", 'CMD ["/bin/sh"]']
+        client.api.import_image_from_file(str(archive), repository=repository,
+                                          tag=version, changes=changes)
 
 
 _PER_PACKAGE = re.compile(r"^I: (Retrieving|Validating|Extracting|Unpacking|Configuring) \S+")

@@ -84,8 +84,10 @@ def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None,
 
     A container is left alone while the process that created it (on this host) still
     runs, unless ``all_runs``; running and paused containers of other hosts too. Stopped
-    containers are always removed. ``run_id`` limits it to that run's containers. The
-    engine gets ``timeout`` seconds per call.
+    containers are always removed; a created one that has not started yet only when its
+    process is gone (a run of the same id may be between its create and its start).
+    ``run_id`` limits it to that run's containers. The engine gets ``timeout`` seconds per
+    call.
     """
     own = client is None
     client = client or docker_client(timeout=max(1, math.ceil(timeout)))
@@ -137,7 +139,8 @@ def _prune_one(api: Any, summary: dict[str, Any], *, all_runs: bool,
     state = str((info.get("State") or {}).get("Status", ""))
     mine = labels.get(LABEL_HOST) == socket.gethostname()
     alive = mine and owner_alive(labels.get(LABEL_OWNER, ""))
-    if state in _ACTIVE and not all_runs and (alive or not mine):
+    if not all_runs and ((state in _ACTIVE and (alive or not mine))
+                         or (state == "created" and alive)):
         return "kept"
     try:
         api.remove_container(container_id, force=True)

@@ -101,12 +101,29 @@ def check_repo(repo: Path, what: str = "repository") -> Path:
     if not repo.exists():
         raise RepositoryError(f"{what} does not exist", file=repo,
                               fix="check the path (upstream.source in portwright.toml?)")
+    if _looks_like_checkout(repo):  # the common case, without a git process
+        return repo.resolve()
     try:
         git(repo, "rev-parse", "--git-dir")
     except RepositoryError as exc:
         raise RepositoryError(f"{what} is not a git repository", file=repo,
                               fix=f"run `git init` in {repo} or point at a git checkout") from exc
     return repo.resolve()
+
+
+def _looks_like_checkout(repo: Path) -> bool:
+    """True when ``repo`` has a ``.git`` folder with a ``HEAD`` or a ``.git`` file pointing
+    at one (a linked worktree); anything else is left to git to judge."""
+    dot = repo / ".git"
+    try:
+        if dot.is_dir():
+            return (dot / "HEAD").is_file()
+        if dot.is_file():
+            target = dot.read_text(errors="replace").strip().removeprefix("gitdir:").strip()
+            return (repo / target / "HEAD").is_file()
+    except OSError:
+        return False
+    return False
 
 
 def rev_parse(repo: Path, rev: str) -> str:

@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from portwright.agents.llm import LLMClient
 from portwright.config import PortwrightConfig
 from portwright.errors import UsageError
+from portwright.parity.matrix import require_row_at
 from portwright.project import Project
 from portwright.runs.store import RunStore
 from portwright.vcs import plumbing
@@ -226,6 +227,7 @@ def start(project: Project, row: str, on_event: OnEvent, *, run_id: str | None =
         raise UsageError(f"run {run_id!r} exists already", key="--run-id",
                          fix=f"resume it with `portwright resume {run_id}`, or pick another id")
     base = plumbing.rev_parse(project.root, base or "HEAD")
+    require_row_at(project.root, project.config, row, base)  # before a run folder exists
     on_event({"event": "run_started", "run_id": run_id, "row": row, "base": base})
     return _drive(project, run_id, base, f"run {row}",
                   CycleState(row=row, target=target or ""), on_event, resume=False,

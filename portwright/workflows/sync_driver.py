@@ -27,7 +27,13 @@ from portwright.vcs.worktree import run_worktree
 from portwright.workflows.context import RunContext, new_run_id, open_run
 from portwright.workflows.driver import OnEvent, _lock, open_checkpointer
 from portwright.workflows.sync import SyncContext, build_sync
-from portwright.workflows.sync_state import COMMAND, SyncState, SyncStatus, is_sync
+from portwright.workflows.sync_state import (
+    COMMAND,
+    SyncNode,
+    SyncState,
+    SyncStatus,
+    is_sync,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -104,12 +110,14 @@ def check_target(project: Project, to: str) -> tuple[str, str]:
 
 def _open_sync(project: Project, sync_id: str, base: str) -> Project:
     worktree = run_worktree(project.root, project.worktree_dir(sync_id), sync_id, base)
-    return replace(Project.load(worktree, at=base), config=project.config)
+    return replace(Project.load(worktree, at=base, environ=project.environ),
+                   config=project.config)
 
 
 def _drive(project: Project, sync_id: str, base: str, command: str, graph_input: Any,
            on_event: OnEvent, *, resume: bool, concurrency: int | None,
-           allow_local: bool = False, client: LLMClient | None = None) -> SyncView:
+           allow_local: bool = False, client: LLMClient | None = None,
+           one_step: bool = False) -> SyncView:
     sync_project = _open_sync(project, sync_id, base)
     with _lock(project.run_dir(sync_id)), \
             open_run(sync_project, command, run_id=sync_id, allow_local=allow_local,
@@ -120,8 +128,11 @@ def _drive(project: Project, sync_id: str, base: str, command: str, graph_input:
         graph = build_sync().compile(checkpointer=saver)
         modes: list[StreamMode] = ["custom", "updates"]
         limit = concurrency or project.config.sync.concurrency
+        # one step: stop after the next superstep (a node, or the port runs fanned out
+        # together), checkpointed; the next call goes on from there
         for mode, chunk in graph.stream(graph_input, _thread(sync_id, limit), context=ctx,
-                                        stream_mode=modes, durability="sync"):
+                                        stream_mode=modes, durability="sync",
+                                        interrupt_after="*" if one_step else None):
             if mode == "custom" and isinstance(chunk, dict):
                 on_event(chunk)
             elif isinstance(chunk, dict):
@@ -178,19 +189,12 @@ def resume(project: Project, sync_id: str, on_event: OnEvent, *,
     """Continue a sync from its last checkpoint; re-enter one that ended without moving
     the pin (its port runs may have been approved or unblocked since)."""
     base = _base_of(project, sync_id)
-    with open_checkpointer(project) as saver:
-        try:
-            current: SyncView | None = view(project, sync_id, saver)
-        except UsageError:
-            current = None  # killed before its first checkpoint
+    current = _current(project, sync_id)  # None: killed before its first checkpoint
     if current is not None and current.status is SyncStatus.DONE and not current.next:
         on_event({"event": "finished", "sync_id": sync_id, "status": "done"})
         return current
     if current is None:
-        manifest = RunStore(project.runs_dir, sync_id).manifest()
-        assert manifest is not None
-        target = manifest.command.split("--to ", 1)[1].split()[0]
-        graph_input: Any = SyncState(target=target)
+        graph_input: Any = SyncState(target=_target_of(project, sync_id))
     else:
         graph_input = None if current.next else {"status": SyncStatus.RUNNING}
     return _drive(project, sync_id, base, f"resume {sync_id}", graph_input, on_event,
@@ -198,4 +202,89 @@ def resume(project: Project, sync_id: str, on_event: OnEvent, *,
                   client=client)
 
 
-__all__ = ["SyncView", "check_target", "is_sync", "resume", "start", "sync_ids", "view"]
+def _target_of(project: Project, sync_id: str) -> str:
+    manifest = RunStore(project.runs_dir, sync_id).manifest()
+    assert manifest is not None
+    return manifest.command.split("--to ", 1)[1].split()[0]
+
+
+def _current(project: Project, sync_id: str) -> SyncView | None:
+    with open_checkpointer(project) as saver:
+        try:
+            return view(project, sync_id, saver)
+        except UsageError:
+            return None  # opened, never checkpointed
+
+
+def open_sync(project: Project, to: str, sync_id: str, *, workflow_id: str) -> str:
+    """Open a sync that a Temporal workflow drives: its worktree and branch from the
+    repository's HEAD, and its manifest (``engine = "temporal"``); returns the target (a
+    full upstream sha). Idempotent: a sync this workflow opened already is found."""
+    store = project.store(sync_id)
+    manifest = store.manifest()
+    if manifest is not None:
+        if manifest.workflow_id != workflow_id or not is_sync(project, sync_id):
+            raise UsageError(f"run {sync_id} exists already (not started by workflow "
+                             f"{workflow_id})", key="SYNC", fix="pick another id")
+        return _target_of(project, sync_id)
+    _, target = check_target(project, to)
+    base = plumbing.rev_parse(project.root, "HEAD")
+    sync_project = _open_sync(project, sync_id, base)
+    store.write_manifest(command=f"{COMMAND} --to {target}", commit=base,
+                         rules_digests=sync_project.rules().digests(), config=project.config,
+                         engine="temporal", workflow_id=workflow_id)
+    return target
+
+
+def step(project: Project, sync_id: str, on_event: OnEvent, *,
+         concurrency: int | None = None, allow_local: bool = False,
+         client: LLMClient | None = None) -> SyncView:
+    """Advance an opened sync by one step of its graph from its last checkpoint (its
+    first step when it has none); a sync whose graph has ended is only read. A step cut
+    short (a killed worker) runs again from that checkpoint: what its nodes did already
+    is found, not redone."""
+    base = _base_of(project, sync_id)
+    current = _current(project, sync_id)
+    if current is not None and not current.next:
+        return current
+    graph_input = SyncState(target=_target_of(project, sync_id)) if current is None \
+        else None
+    return _drive(project, sync_id, base, f"resume {sync_id}", graph_input, on_event,
+                  resume=True, concurrency=concurrency, allow_local=allow_local,
+                  client=client, one_step=True)
+
+
+def publish(project: Project, sync_id: str, on_event: OnEvent) -> SyncView:
+    """Open or update the pull request of a sync that moved the pin (held for approval by
+    ``[approvals] pr``, or blocked opening it: a bad token, a rate limit), on the backend
+    of today's ``[pr]``; the sync is then ``done``."""
+    from portwright.workflows import sync_nodes
+
+    base = _base_of(project, sync_id)
+    current = _current(project, sync_id)
+    if current is None or current.next:
+        raise UsageError(f"sync {sync_id} has not finished", key="SYNC",
+                         fix=f"continue it: `portwright resume {sync_id}`")
+    values = current.values
+    failed = str(values.get("reason", "")).startswith(sync_nodes.PR_FAILED)
+    if not values.get("pin_commit") or values["pin"] == values["target"] \
+            or not (current.status is SyncStatus.DONE or failed):
+        raise UsageError(f"sync {sync_id} has not moved the pin ({current.status}): it has "
+                         "no pull request to open", key="SYNC",
+                         fix=f"see what holds it back: `portwright status {sync_id}`")
+    sync_project = _open_sync(project, sync_id, base)
+    with _lock(project.run_dir(sync_id)), \
+            open_run(sync_project, f"pr {sync_id}", run_id=sync_id, resume=True) as opened, \
+            open_checkpointer(project) as saver:
+        graph = build_sync().compile(checkpointer=saver)
+        update = sync_nodes.publish(opened, SyncState.model_validate(values))
+        graph.update_state(_thread(sync_id), {**update, "status": SyncStatus.DONE,
+                                              "reason": ""},
+                           as_node=SyncNode.FINISH.value)
+        on_event({"event": "pr", "sync_id": sync_id, "number": update["pr_number"],
+                  "url": update["pr_url"]})
+        return view(project, sync_id, saver, graph=graph)
+
+
+__all__ = ["SyncView", "check_target", "is_sync", "open_sync", "publish", "resume", "start",
+           "step", "sync_ids", "view"]

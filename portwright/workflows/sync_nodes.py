@@ -26,6 +26,8 @@ from portwright.evidence.gap import CommitGap, scan_range
 from portwright.parity.ledger import LedgerKind, add_entry, load_ledger
 from portwright.parity.pin import resolve_pin, write_pin
 from portwright.vcs import plumbing
+from portwright.vcs.pr import BODY_FILE, PRRequest
+from portwright.vcs.pr_backends import open_backend
 from portwright.vcs.worktree import (
     branch_name,
     commit_step,
@@ -55,6 +57,8 @@ Update = dict[str, Any]
 Body = Callable[[SyncState, Runtime[RunContext]], Update]
 REPORT = "gap.json"
 """The scan's report in the sync's folder."""
+PR_FAILED = "the pull request could not be opened"
+"""How the reason of a sync that moved the pin but could not publish it begins."""
 
 
 def sync_node(name: SyncNode) -> Callable[[Body], Callable[..., Update]]:
@@ -361,24 +365,57 @@ def pin_gates(state: SyncState, runtime: Runtime[RunContext]) -> Update:
 
 @sync_node(SyncNode.FINISH)
 def finish(state: SyncState, runtime: Runtime[RunContext]) -> Update:
-    """The sync's outcome and its pull-request body (``pr.md`` in its folder)."""
+    """The sync's outcome and its pull request: once the pin moved, the sync's branch goes
+    to the ``[pr]`` backend with the report as its body (unless ``[approvals] pr`` is
+    ``always``: then ``portwright pr SYNC`` opens it); otherwise the report is kept as
+    ``pr.md`` in the sync's folder and nothing is published."""
     from portwright.runs.sync_report import render_sync_report
 
     ctx = runtime.context
+    status, reason = outcome(state)
+    values = {**state.model_dump(mode="json"), "status": status.value, "reason": reason}
+    config = ctx.project.config
+    if status is SyncStatus.DONE and state.target != state.pin \
+            and config.approvals.pr != "always":
+        try:
+            return {**publish(ctx, state), "status": status, "reason": reason}
+        except PortwrightError as exc:
+            status, reason = SyncStatus.BLOCKED, f"{PR_FAILED}: {exc}"
+            values = {**values, "status": status.value, "reason": reason}
+    (ctx.dir / BODY_FILE).write_text(render_sync_report(values), encoding="utf-8")
+    return {"status": status, "reason": reason, "pr": BODY_FILE}
+
+
+def outcome(state: SyncState) -> tuple[SyncStatus, str]:
+    """How the sync ends, and why (empty when it is done)."""
     open_commits = [c for c in state.commits if c.account not in ACCOUNTED]
     if state.status is SyncStatus.BLOCKED and state.reason:
-        status, reason = SyncStatus.BLOCKED, state.reason
-    elif any(c.account is Account.WAITING for c in open_commits):
-        status = SyncStatus.WAITING
-        reason = f"{len(open_commits)} commit(s) wait for port runs parked at a decision"
-    elif open_commits:
-        status = SyncStatus.BLOCKED
-        reason = (f"{len(open_commits)} of {len(state.commits)} commit(s) not accounted "
-                  f"for: the pin stays at {state.pin[:12]}")
-    elif state.pin_commit:
-        status, reason = SyncStatus.DONE, ""
-    else:
-        status, reason = SyncStatus.BLOCKED, "the pin gates did not run"
-    values = {**state.model_dump(mode="json"), "status": status.value, "reason": reason}
-    (ctx.dir / "pr.md").write_text(render_sync_report(values), encoding="utf-8")
-    return {"status": status, "reason": reason, "pr": "pr.md"}
+        return SyncStatus.BLOCKED, state.reason
+    if any(c.account is Account.WAITING for c in open_commits):
+        return SyncStatus.WAITING, (f"{len(open_commits)} commit(s) wait for port runs "
+                                    "parked at a decision")
+    if open_commits:
+        return SyncStatus.BLOCKED, (f"{len(open_commits)} of {len(state.commits)} commit(s) "
+                                    f"not accounted for: the pin stays at {state.pin[:12]}")
+    if state.pin_commit:
+        return SyncStatus.DONE, ""
+    return SyncStatus.BLOCKED, "the pin gates did not run"
+
+
+def publish(ctx: RunContext, state: SyncState) -> Update:
+    """Open or update the pull request of the sync's branch on the ``[pr]`` backend, its
+    body the sync's report (kept as ``pr.md`` and ``pr.json`` in the sync's folder); run
+    again, it updates the pull request it opened. A backend that fails (a bad token, a rate
+    limit) raises: the sync ends blocked and ``portwright pr SYNC`` tries again."""
+    from portwright.runs.sync_report import render_sync_report
+
+    config = ctx.project.config
+    values = {**state.model_dump(mode="json"), "status": SyncStatus.DONE.value, "reason": ""}
+    body = render_sync_report(values)
+    title = f"Move the {config.upstream.name} pin to {state.target[:12]}"
+    backend = open_backend(config.pr, repo=ctx.project.root, folder=ctx.dir)
+    result = backend.open_or_update(PRRequest.from_config(
+        config.pr, branch=state.branch, title=title, body=body, run_id=ctx.run_id))
+    emit("pr", backend=result.backend, number=result.number, url=result.url,
+         created=result.created)
+    return {"pr": BODY_FILE, "pr_url": result.url, "pr_number": result.number}

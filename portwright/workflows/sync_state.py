@@ -173,3 +173,8 @@ class SyncState(BaseModel):
     reason: str = ""
     pr: str = ""
     """The pull-request body of the pin advance, relative to the sync's folder."""
+    pr_url: str = ""
+    """The pull request the ``[pr]`` backend opened for the sync's branch (``local``: the
+    body file's URL); empty until the pin moved and the pull request was opened."""
+    pr_number: int | None = None
+    """Its number on the forge (None for ``local``)."""

@@ -104,9 +104,7 @@ CASES = [
     Case("sb-exec-missing-program-docker", (*EXEC, "--backend", "docker", "--",
                                             "no-such-program"), expect=127, docker=True),
     Case("sb-exec-missing-program-bwrap", (*EXEC, "--backend", "bwrap", "--", "no-such-program"),
-         expect=127, bwrap=True,
-         known="bubblewrap exits 1 where Docker's shell exits 127 for a missing program "
-               "(sandbox backends)"),
+         expect=127, bwrap=True),
     Case("sb-exec-local-ok", (*EXEC, "--backend", "local", "--", "true"), expect=0),
     Case("sb-run-id-traversal", (*FULL, "--run-id", "../x"), says=("run id",)),
     Case("sb-run-id-slash", (*FULL, "--run-id", "a/b"), says=("run id",)),

@@ -7,7 +7,8 @@ import pytest
 from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError
 from portwright.parity.markdown import cell_spans, find_tables, replace_cells, split_cells
-from portwright.parity.matrix import load_rows, update_row
+from portwright.parity.matrix import load_rows, require_row_at, update_row
+from tests.conftest import GitRepo
 
 MATRIX = """# Kernels
 
@@ -127,3 +128,23 @@ def test_many_rows_parse(tmp_path: Path) -> None:
     rows = load_rows(tmp_path, _config())
     assert len(rows) == 2000
     assert rows[-1].line == 2002
+
+
+def test_a_run_needs_its_row_in_the_committed_matrices(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "port")
+    repo.commit("matrix", {"docs/parity/kernels.md": MATRIX, "docs/parity/notes.txt": "x\n"})
+    config = _config()
+    require_row_at(repo.path, config, "topk", "HEAD")
+    _write(repo.path, MATRIX.replace("| topk ", "| newrow | New | missing | | | | |\n| topk "))
+    assert "newrow" in [r.id for r in load_rows(repo.path, config)]  # written, not committed
+    with pytest.raises(ParityFileError) as info:
+        require_row_at(repo.path, config, "newrow", "HEAD")
+    error = info.value
+    assert error.file == "docs/parity/kernels.md"
+    assert "'newrow'" in error.message
+    assert "gemm, topk" in error.message
+    assert error.fix is not None
+    assert "commit" in error.fix
+    assert "portwright rows" in error.fix
+    with pytest.raises(ParityFileError, match="no file matches"):
+        require_row_at(repo.path, _config(matrices=["docs/other/*.md"]), "topk", "HEAD")

@@ -144,21 +144,29 @@ print(json.dumps({"tag": done.tag, "built": done.built, "key": done.key}))
 
 @pytest.mark.docker
 @pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
-def test_two_builders_at_once_make_one_image(tmp_path: Path, engine: object) -> None:
+@pytest.mark.parametrize("state", ["one state folder", "a state folder each"])
+def test_two_builders_at_once_make_one_image(tmp_path: Path, engine: object,
+                                             state: str) -> None:
     """Two processes need the same new image at the same moment: one builds it, the other
-    waits and uses it; no untagged image is left (each build differs: a time stamp)."""
+    waits and uses it; no untagged image is left (each build differs: a time stamp). Two
+    clones running their demos side by side each have their own state folder: the lock is
+    not in it."""
     import docker
 
     assert isinstance(engine, docker.DockerClient)
     repo = _repo(tmp_path)
     setup = ["date +%s%N > /opt/stamp && sleep 2"]
     name = read_spec(SandboxConfig(setup=setup), EnvSource(repo.path)).name
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    argv = [sys.executable, "-c", _BUILDER, str(repo.path), str(tmp_path / "state"),
-            json.dumps(setup)]
+    (tmp_path / "runtime").mkdir(mode=0o700)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "XDG_RUNTIME_DIR": str(tmp_path / "runtime")}
+    folders = [tmp_path / "state"] * 2 if state == "one state folder" else [
+        tmp_path / "state-a", tmp_path / "state-b"]
     try:
-        procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                 for _ in range(2)]
+        procs = [subprocess.Popen([sys.executable, "-c", _BUILDER, str(repo.path), str(folder),
+                                   json.dumps(setup)], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+                 for folder in folders]
         results = []
         for proc in procs:
             out, err = proc.communicate(timeout=600)

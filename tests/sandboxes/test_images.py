@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -218,3 +220,82 @@ def test_cli_prune_json(tmp_path: Path) -> None:
     payload = json.loads(out)
     assert isinstance(payload["removed"], list)
     assert payload["removed_images"] == []
+
+
+_ONCE = """
+import io, json, sys, tarfile, time
+from portwright.sandboxes.engine import docker_client
+from portwright.sandboxes.images import build_once
+
+tag, label = sys.argv[1], sys.argv[2]
+client = docker_client()
+said = []
+
+def build():
+    files = {"Dockerfile": f"FROM scratch\\nCOPY stamp /stamp\\nLABEL {label}=1\\n".encode(),
+             "stamp": str(time.time_ns()).encode()}  # every build differs
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    time.sleep(2)  # wide enough for the other builder to arrive while this one builds
+    for _ in client.api.build(fileobj=io.BytesIO(context.getvalue()), custom_context=True,
+                              tag=tag, rm=True, decode=True):
+        pass
+
+image_id, built = build_once(client, tag, build, progress=said.append)
+print(json.dumps({"id": image_id, "built": built, "said": said}))
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
+def test_two_builders_of_one_tag_build_it_once(tmp_path: Path) -> None:
+    """What guards the base image (`make demo` from two clones at once): two processes that
+    need the same missing image build it once; the second waits, then finds it."""
+    import docker
+
+    tag = f"portwright/test-build-once-{os.getpid()}:{time.time_ns()}"
+    label = f"portwright.test-build-once-{os.getpid()}-{time.time_ns()}"
+    (tmp_path / "runtime").mkdir(mode=0o700)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "XDG_RUNTIME_DIR": str(tmp_path / "runtime")}
+    client = docker.from_env()
+    try:
+        procs = [subprocess.Popen([sys.executable, "-c", _ONCE, tag, label], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for _ in range(2)]
+        results = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err.decode()
+            results.append(json.loads(out))
+        assert sorted(r["built"] for r in results) == [False, True]
+        assert results[0]["id"] == results[1]["id"]
+        waited = next(r for r in results if not r["built"])
+        assert any("waiting" in line for line in waited["said"]), waited["said"]
+        assert "nothing to do" in waited["said"][-1]
+        assert [image.id for image in client.images.list(filters={"label": label})] == \
+            [results[0]["id"]]
+        assert (tmp_path / "runtime" / "portwright" / "locks").is_dir()
+    finally:
+        for image in client.images.list(filters={"label": label}):
+            client.images.remove(image.id, force=True)
+        client.close()
+
+
+def test_lock_folder_is_the_users_not_the_state_folders(tmp_path: Path) -> None:
+    from portwright.sandboxes.buildlock import lock_dir, lock_path
+
+    (tmp_path / "run").mkdir()
+    assert lock_dir({"XDG_RUNTIME_DIR": str(tmp_path / "run")}) == \
+        tmp_path / "run" / "portwright" / "locks"
+    assert lock_dir({"XDG_RUNTIME_DIR": str(tmp_path / "gone"),
+                     "XDG_CACHE_HOME": str(tmp_path / "cache")}) == \
+        tmp_path / "cache" / "portwright" / "locks"
+    assert lock_dir({"XDG_CACHE_HOME": "relative"}) == \
+        Path.home() / ".cache" / "portwright" / "locks"
+    assert lock_path("portwright/base:bookworm", {"XDG_CACHE_HOME": str(tmp_path)}).name == \
+        "portwright_base_bookworm.lock"

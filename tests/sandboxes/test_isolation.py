@@ -111,3 +111,17 @@ def test_upstream_is_read_only(box: BwrapSandbox | DockerSandbox) -> None:
     assert "wrote" not in res.stdout_head
     assert "appended" not in res.stdout_head
     assert not (upstream / "new").exists()
+
+
+def test_missing_program_127_not_executable_126(box: BwrapSandbox | DockerSandbox) -> None:
+    """A program that is not there exits 127, one that cannot be executed 126, as a shell
+    reports them, on every backend (the local one too: test_local)."""
+    missing = box.exec(["no-such-program-here", "--flag"])
+    assert missing.exit_code == 127, missing.stderr_head
+    assert "no-such-program-here" in missing.stderr_head
+    assert box.exec(["./no-such-file"]).exit_code == 127
+    assert box.exec(["/etc/passwd"]).exit_code == 126
+    assert box.exec(["-n"]).exit_code == 127
+    echoed = box.exec(["echo", "a b", "-n", "$HOME"])
+    assert echoed.ok
+    assert echoed.stdout_head == "a b -n $HOME\n"

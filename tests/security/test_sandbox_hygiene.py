@@ -163,6 +163,33 @@ def test_prune_reaps_paused_leftovers_but_not_a_live_runs(docker_client: Any) ->
                 container.remove(force=True)
 
 
+
+@pytest.mark.docker
+@pytest.mark.skipif(not docker_engine_running(), reason="no Docker engine answers")
+def test_prune_leaves_a_live_runs_container_between_create_and_start(
+        docker_client: Any) -> None:
+    """Two runs with the same id at once (two `make demo` side by side): the one that
+    starts reaps the dead sandboxes of its id, and must not take the other's container in
+    the moment between its create and its start."""
+    from portwright.sandboxes.prune import prune
+
+    dead_id, live_id = (f"test-prune-created-{kind}-{os.getpid()}" for kind in ("dead", "live"))
+    made = [docker_client.containers.create(
+        "portwright/base:bookworm", ["sleep", "infinity"], init=True, network_mode="none",
+        labels={LABEL_RUN: run_id, LABEL_OWNER: owner, LABEL_HOST: socket.gethostname()})
+        for run_id, owner in ((dead_id, _dead_owner()), (live_id, owner_token()))]
+    try:
+        report = prune(client=docker_client, run_id=live_id)
+        assert live_id not in report.removed
+        made[1].start()
+        made[1].reload()
+        assert made[1].status == "running"
+        assert dead_id in prune(client=docker_client, run_id=dead_id).removed
+    finally:
+        for container in made:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+
 # -- a thaw the engine refuses ---------------------------------------------------------
 
 

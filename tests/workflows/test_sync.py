@@ -88,6 +88,9 @@ def check_complete(world: SyncWorld, values: dict[str, Any]) -> None:
     assert max(steps.values()) == 1, steps
     assert (project.run_dir(values["sync_id"]) / "pr.md").read_text().count(
         "# portwright sync") == 1
+    # the pull request went through the [pr] backend (local: the body in the sync's folder)
+    assert values["pr_url"] == (project.run_dir(values["sync_id"]) / "pr.md").as_uri()
+    assert (project.run_dir(values["sync_id"]) / "pr.json").is_file()
 
 
 def test_sync_ports_what_is_missing_and_moves_the_pin(

@@ -1,0 +1,128 @@
+"""Pin syncs on Temporal, as people run them: a real dev server, a real ``portwright worker``
+process, the real Docker sandbox, the sync world's upstream range; the model is the
+scripted porter behind a local OpenAI-compatible endpoint.
+
+- a schedule of ``sync --to REV`` started by ``schedule trigger``: the sync finishes on the
+  worker, the pin moves on the sync's branch, every missing row has its port run, and the
+  pull request goes through the ``[pr]`` backend;
+- ``portwright sync --engine temporal`` waits for the workflow and prints the sync as a
+  local one does;
+- a schedule's command is parsed by ``sync``'s own options.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pytest_httpserver import HTTPServer
+
+from portwright.project import Project
+from tests.conftest import GitRepo, docker_engine_running
+from tests.dist.conftest import Worker
+from tests.dist.test_temporal import final, pw
+from tests.workflows.fake_server import model_config, serve_model
+from tests.workflows.sync_world import SyncWorld, build_sync_world
+from tests.workflows.test_sync import check_complete
+
+pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def _engine() -> None:
+    if not docker_engine_running():
+        pytest.skip("no Docker engine answers")
+
+
+def served(make_repo: Callable[[str], GitRepo], server: HTTPServer) -> SyncWorld:
+    world = build_sync_world(make_repo)
+    config = (world.repo / "portwright.toml").read_text() + model_config(server)
+    world.downstream.commit("model endpoint", {"portwright.toml": config})
+    serve_model(server, world.model())
+    return world
+
+
+def settled(world: SyncWorld, prefix: str, timeout: float = 420) -> dict[str, Any]:
+    """``status --json`` of the first sync whose id starts with ``prefix``, once its graph
+    has ended."""
+    project = Project.load(world.repo)
+    deadline = time.monotonic() + timeout
+    status: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        found = sorted(p.name for p in project.runs_dir.glob(f"{prefix}*")) \
+            if project.runs_dir.is_dir() else []
+        if found:
+            done = pw(world.repo, "status", found[0], "--json")
+            status = json.loads(done.stdout) if done.returncode in (0, 1) and done.stdout \
+                else {}
+            if status.get("status") in ("done", "blocked", "waiting") and not status["next"]:
+                return status
+        time.sleep(2)
+    raise AssertionError(f"no sync {prefix}* ended: {status}")
+
+
+def test_a_schedule_starts_a_sync_that_moves_the_pin(
+        make_repo: Callable[[str], GitRepo], httpserver: HTTPServer,
+        start_worker: Callable[..., Worker]) -> None:
+    world = served(make_repo, httpserver)
+    worker = start_worker(world.repo)
+    made = pw(world.repo, "schedule", "create", "--cron", "0 3 * * *", "--id", "nightly-sync",
+              "sync", "--to", world.head, "--concurrency", "2", "--json")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert json.loads(made.stdout)["workflow"] == "portwright.sync"
+    listed = json.loads(pw(world.repo, "schedule", "list", "--json").stdout)
+    mine = [s for s in listed if s["id"] == "nightly-sync"]
+    assert [(s["workflow"], s["command"]) for s in mine] == [
+        ("portwright.sync", f"sync --to {world.head} --concurrency 2")]
+    fired = pw(world.repo, "schedule", "trigger", "nightly-sync")
+    assert fired.returncode == 0, fired.stdout + fired.stderr
+
+    status = settled(world, "nightly-sync-")
+    assert status["status"] == "done", (status, worker.output())
+    assert status["pin_moved"] is True
+    sync_id = status["sync_id"]
+    report = json.loads(pw(world.repo, "report", sync_id, "--json").stdout)
+    check_complete(world, report["state"])  # pin moved, ledger once, each row's port run
+    manifest = json.loads((Project.load(world.repo).run_dir(sync_id) / "run.json").read_text())
+    assert (manifest["engine"], manifest["command"]) == ("temporal", f"sync --to {world.head}")
+    runs = json.loads(pw(world.repo, "runs", "--json").stdout)
+    assert sorted(r["row"] for r in runs) == ["kv-cache", "kv-evict", "kv-util"]
+    assert all(r["status"] == "done" for r in runs), runs
+    # every node of the sync ran on the worker, one step per activity
+    nodes = [e["node"] for e in list(worker.events)
+             if e.get("event") == "node_finished" and e.get("run_id") == sync_id]
+    for node in ("scan", "confirm", "integrate", "record", "pin_gates", "finish"):
+        assert node in nodes, nodes
+    synced = json.loads(pw(world.repo, "syncs", "--json").stdout)
+    assert [(s["sync_id"], s["status"]) for s in synced] == [(sync_id, "done")]
+    gone = pw(world.repo, "schedule", "delete", "nightly-sync")
+    assert gone.returncode == 0, gone.stderr
+
+
+def test_sync_engine_temporal_and_bad_schedules(
+        make_repo: Callable[[str], GitRepo], httpserver: HTTPServer,
+        start_worker: Callable[..., Worker]) -> None:
+    world = served(make_repo, httpserver)
+    refused = pw(world.repo, "schedule", "create", "--cron", "0 3 * * *", "sync",
+                 "--sync-id", "s-1")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "--sync-id is not for a schedule" in refused.stderr
+    unknown = pw(world.repo, "schedule", "create", "--cron", "0 3 * * *", "sync", "--nope")
+    assert unknown.returncode == 2, unknown.stdout + unknown.stderr
+    assert "--nope" in unknown.stderr
+    badrev = pw(world.repo, "sync", "--engine", "temporal", "--to", "no-such-rev")
+    assert badrev.returncode == 2, badrev.stdout + badrev.stderr
+    assert "Traceback" not in badrev.stderr
+    start_worker(world.repo)
+    done = pw(world.repo, "sync", "--engine", "temporal", "--to", world.head,
+              "--sync-id", "sync-t", "--json", timeout=480)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    outcome = final(done)
+    assert outcome["status"] == "done", outcome
+    assert outcome["pin_moved"] is True
+    assert outcome["pr_url"].endswith("/sync-t/pr.md")
+    state = json.loads(pw(world.repo, "report", "sync-t", "--json").stdout)["state"]
+    check_complete(world, state)
