@@ -39,7 +39,7 @@ def run(
         "--mode", help="cycle: the port cycle, approvals off; loop: one agent with the "
                        "same tools, budget and sandbox, no gates.")] = "cycle",
     model: Annotated[str | None, typer.Option(
-        help="Model name (over each task's [model] name). The endpoint: "
+        help="Model name (over the name in each task's config). The endpoint: "
              "PORTWRIGHT_MODEL__BASE_URL; the key: OPENAI_API_KEY.")] = None,
     replay: Annotated[Path | None, typer.Option(
         help="Play the agents from DIR/<task>.<mode>.jsonl instead of a model endpoint.")]
