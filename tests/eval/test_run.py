@@ -110,3 +110,20 @@ def test_a_cycle_whose_red_is_never_observed_is_reported_so(tmp_path: Path,
     assert result.detail.startswith("the red bound is exhausted")
     assert result.hidden_failed == ["tests/test_sub.py::test_sub"]
     assert report.aggregate.red_observed == 0
+
+
+def test_a_loop_agent_that_plants_a_test_hook_fails_integrity(tmp_path: Path,
+                                                              calc: tuple[Pair, Suite]) -> None:
+    """Its tool refuses a root conftest.py; the same file written by a command in the sandbox
+    is committed with the rest, and the integrity checks on the agent's diff fail the task,
+    though its sub is right and the hidden test passes."""
+    _, suite = calc
+    hook = "def pytest_collection_modifyitems(items):\n    items.clear()\n"
+    planting = LoopPlan(files=ORACLE.files,
+                        commands=[f"printf '{hook}' > conftest.py && echo planted"])
+    report = run_suite(suite, options(tmp_path, Mode.LOOP, cycle_plan(), planting))
+    (result,) = report.results
+    assert not result.resolved
+    assert result.failure is Failure.INTEGRITY
+    assert result.detail.startswith("protected-paths: conftest.py")
+    assert result.hidden_passed == ["tests/test_sub.py::test_sub"]
