@@ -72,6 +72,11 @@ def overlay(data: dict[str, Any], environ: Mapping[str, str],
     return sources
 
 
+def override_environ(keys: Mapping[str, str]) -> dict[str, str]:
+    """Config keys (dotted) → values, as the ``PORTWRIGHT_*`` variables that set them."""
+    return {variable(key): value for key, value in keys.items()}
+
+
 def _keys(name: str, sections: Collection[str]) -> tuple[str, ...]:
     parts = name[len(PREFIX):].split("__")
     own = ", ".join(sorted(OWN))

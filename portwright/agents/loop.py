@@ -10,9 +10,9 @@ Nothing the model sends can crash the loop or make it endless:
   ``budget_exhausted``; so does reaching ``max_steps`` (``step_limit``);
 - every exchange is written to the :class:`~portwright.agents.transcript.Transcript`.
 
-The result comes through a ``submit_result`` tool whose arguments are the role's result
-model (tool calling is what every Chat Completions server shares); a plain reply that
-is the result as JSON is accepted too.
+The result comes through a ``submit_result`` tool (or another name the caller gives, e.g.
+``done``) whose arguments are the role's result model (tool calling is what every Chat
+Completions server shares); a plain reply that is the result as JSON is accepted too.
 """
 
 from __future__ import annotations
@@ -97,10 +97,10 @@ class AgentOutcome(Generic[R]):
         raise AgentStuck(f"{self.role}: {self.status}: {self.reason}")
 
 
-def submit_spec(result_model: type[BaseModel]) -> ToolSpec:
+def submit_spec(result_model: type[BaseModel], name: str = SUBMIT) -> ToolSpec:
     schema = result_model.model_json_schema()
     schema.pop("title", None)
-    return ToolSpec(name=SUBMIT, description=(
+    return ToolSpec(name=name, description=(
         f"Give your final answer ({result_model.__name__}). Call it once, when done; "
         "the framework checks it."), parameters=schema)
 
@@ -111,8 +111,10 @@ class _Turn(Generic[R]):
     def __init__(self, role: str, client: LLMClient, messages: list[Message],
                  toolbox: Toolbox | None,
                  result_model: type[R], budget: RoleBudget, transcript: Transcript,
-                 repeat_limit: int, check: Callable[[R], list[str]] | None = None) -> None:
+                 repeat_limit: int, check: Callable[[R], list[str]] | None = None,
+                 submit: str = SUBMIT) -> None:
         self.role = role
+        self.submit = submit
         self.check = check
         self.client = client
         self.conversation = list(messages)
@@ -121,7 +123,8 @@ class _Turn(Generic[R]):
         self.budget = budget
         self.transcript = transcript
         self.repeat_limit = repeat_limit
-        self.specs = [] if toolbox is None else [*toolbox.specs(), submit_spec(result_model)]
+        self.specs = [] if toolbox is None else [*toolbox.specs(),
+                                                 submit_spec(result_model, submit)]
         self.seen: Counter[str] = Counter()
         self.invalid = 0
         self.tool_errors = 0
@@ -219,7 +222,7 @@ class _Turn(Generic[R]):
         repeats = self.seen[signature]
         if repeats == self.repeat_limit - 1:
             answer += ("\n[note: this exact call already got this exact answer; repeating it "
-                       "will not help — change approach or submit_result]")
+                       f"will not help — change approach or {self.submit}]")
         return answer, repeats >= self.repeat_limit
 
     def step(self) -> AgentOutcome[R] | None:
@@ -235,19 +238,19 @@ class _Turn(Generic[R]):
                 self.count_invalid("reply", str(exc))
                 self.add(Message(role="user", content=(
                     f"error: your reply is neither a tool call nor a valid result: {exc}. "
-                    f"Call a tool, or call {SUBMIT} with your final answer.")))
+                    f"Call a tool, or call {self.submit} with your final answer.")))
                 return None
             return self.outcome(Status.DONE, "result given as a reply", result)
         stuck = False
         for call in message.tool_calls:
-            if call.name == SUBMIT:
+            if call.name == self.submit:
                 try:
                     result = self.parse_result(call.arguments)
                 except InvalidToolCall as exc:
                     self.count_invalid("result", str(exc))
                     self.add(Message(role="tool", tool_call_id=call.id,
                                      content=f"error: the result {exc}; fix it and call "
-                                             f"{SUBMIT} again"))
+                                             f"{self.submit} again"))
                     continue
                 self.add(Message(role="tool", tool_call_id=call.id, content="accepted"))
                 return self.outcome(Status.DONE, "result submitted", result)
@@ -284,15 +287,17 @@ def run_agent(
     max_steps: int = 40,
     repeat_limit: int = 3,
     check: Callable[[R], list[str]] | None = None,
+    submit: str = SUBMIT,
 ) -> AgentOutcome[R]:
     """Run one role's turn until it gives a valid ``result_model`` or a bound ends it.
 
     ``check`` is the framework's own check of a result (e.g. every surface candidate
     classified); its problems are answered to the model like any invalid reply.
+    ``submit`` names the tool the result comes through.
     """
     transcript = transcript if transcript is not None else Transcript()
     turn = _Turn(role, client, [], toolbox, result_model, budget, transcript, repeat_limit,
-                 check)
+                 check, submit)
     transcript.write("start", role=role, model=client.model, max_steps=max_steps,
                      tools=[spec.name for spec in turn.specs])
     for message in messages:

@@ -8,7 +8,6 @@ from portwright.cli import (
     agents,
     core,
     dist,
-    eval,
     evidence,
     gates,
     parity,
@@ -17,9 +16,11 @@ from portwright.cli import (
     sync,
     web,
 )
+from portwright.cli import eval as eval_commands  # not `eval`: the builtin
 from portwright.cli.app import app, main
 
-for _module in (core, sandbox, parity, gates, evidence, agents, runs, sync, web, dist, eval):
+for _module in (core, sandbox, parity, gates, evidence, agents, runs, sync, web, dist,
+                eval_commands):
     _module.register(app)
 
 __all__ = ["app", "main"]

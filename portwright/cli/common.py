@@ -83,6 +83,7 @@ def override_keys(model: str | None, sandbox: str | None,
     """The config settings ``--model``, ``--sandbox`` and ``--approve`` change, as
     ``section.key`` → value; a value no run can use is refused (exit 2)."""
     from portwright.errors import UsageError
+    from portwright.workflows.approvals import approve_keys
 
     if approve not in (None, "auto", "ask"):
         raise UsageError(f"--approve {approve!r}", key="--approve", fix="use auto or ask")
@@ -94,10 +95,10 @@ def override_keys(model: str | None, sandbox: str | None,
         keys["model.name"] = model
     if sandbox:
         keys["sandbox.backend"] = sandbox
-    if approve:
-        policy = "never" if approve == "auto" else "always"
-        keys.update({"approvals.spec": policy, "approvals.advance": policy,
-                     "approvals.pr": policy})
+    if approve == "auto":
+        keys.update(approve_keys("auto"))
+    elif approve == "ask":
+        keys.update(approve_keys("ask"))
     return keys
 
 
@@ -106,10 +107,9 @@ def export_overrides(keys: dict[str, str]) -> None:
     from now on (a run's, a sync's and each of its port runs', read from their base commit)
     gets them, and each run records the config it started with (``run.json``), which its
     resumes use."""
-    from portwright.environment import variable
+    from portwright.environment import override_environ
 
-    for key, value in keys.items():
-        os.environ[variable(key)] = value
+    os.environ.update(override_environ(keys))
 
 
 def check_options(proj: Project, overrides: dict[str, str]) -> None:

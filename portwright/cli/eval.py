@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 eval_app = typer.Typer(help="Port tasks: mine, validate, run, compare.", no_args_is_help=True)
 
-PARTS: tuple[str, ...] = ("eval_mine",)
+PARTS: tuple[str, ...] = ("eval_mine", "eval_run", "eval_report")
 """Modules of ``portwright.cli`` that add ``eval`` commands (``register(eval_app)``)."""
 
 DEFAULT_OUT = Path("portwright-eval")

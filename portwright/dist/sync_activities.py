@@ -30,7 +30,7 @@ from portwright.dist.models import (
     SyncRef,
     SyncSnapshot,
 )
-from portwright.environment import variable
+from portwright.environment import override_environ
 from portwright.errors import UsageError
 from portwright.project import Project
 from portwright.workflows import sync_driver
@@ -44,7 +44,7 @@ def sync_project(root: str, overrides: dict[str, str]) -> Project:
     """The project as committed at HEAD, with the command's overrides as ``PORTWRIGHT_*``
     variables, so the sync and each port run it starts (which read the config at their
     base) obey them, as a local ``portwright sync --model …`` does."""
-    environ = {**os.environ, **{variable(key): value for key, value in overrides.items()}}
+    environ = {**os.environ, **override_environ(overrides)}
     return Project.load(Path(root), at="HEAD", environ=environ)
 
 

@@ -21,7 +21,7 @@ path (``existing``: None when it has none):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -125,14 +125,15 @@ def _has_table(existing: str | None, *columns: str) -> bool:
 
 
 def _matrix(task: PortTask, existing: str | None, upstream_paths: list[str],
-            commits: list[str]) -> str:
+            commits: list[str], names: list[str]) -> str:
     row = row_id(task)
     if existing is not None and re.search(rf"^\|\s*{re.escape(row)}\s*\|", existing, re.M):
         raise task.error(f"the downstream's {MATRIX} already has a row {row!r} at parent",
                          "id", "give the task an id whose last part is a new row id")
     kinds = default_path_kinds()
     carried = [p for p in upstream_paths if classify(p, kinds) in CARRIED] or upstream_paths
-    cells = [row, task.title, "missing", "-", ", ".join(carried),
+    # the names first: the cycle ports the first one upstream defines, the paths say where
+    cells = [row, task.title, "missing", "-", ", ".join([*names, *carried]),
              "upstream " + ", ".join(c[:12] for c in commits)]
     table = ("| id | title | status | spec | upstream | notes |\n"
              "| --- | --- | --- | --- | --- | --- |\n"
@@ -170,19 +171,45 @@ def _text(data: bytes | None, task: PortTask, path: str) -> str | None:
                          fix="start the task at a commit whose records are UTF-8") from exc
 
 
+MAX_NAMES = 4
+"""Most upstream names a task's row lists."""
+
+
+def change_names(upstream: Path, commits: list[str]) -> list[str]:
+    """The upstream names the ``commits`` define or change, in the source files they touch
+    (:func:`~portwright.evidence.signals.touched_definitions`): the row's Upstream column
+    lists them first, and the cycle ports the surface of the first one upstream defines."""
+    from portwright.evidence.patch import commit_patch
+    from portwright.evidence.signals import touched_definitions
+    from portwright.vcs import plumbing
+
+    kinds = default_path_kinds()
+    found: list[str] = []
+    for sha in commits:
+        for patch in commit_patch(upstream, sha):
+            if patch.status == "D" or classify(patch.path, kinds) != "source":
+                continue
+            data = plumbing.show(upstream, sha, patch.path)
+            if data is not None:
+                found += touched_definitions(patch.path, data.decode("utf-8", "replace"),
+                                             {number for number, _ in patch.added})
+    return list(dict.fromkeys(found))[:MAX_NAMES]
+
+
 def harness_files(task: PortTask, read: Reader, *, upstream: str, pin: str,
-                  upstream_paths: list[str], commits: list[str],
+                  upstream_paths: list[str], commits: list[str], names: Sequence[str] = (),
                   model: Mapping[str, Any] | None = None) -> dict[str, bytes]:
     """Path → bytes of every file of the harness commit of ``task``. ``read`` gives the
-    downstream's files at ``parent``; ``upstream`` is the upstream clone's path, ``pin`` the
-    pin sha, ``upstream_paths`` what ``commits`` touch upstream."""
+    downstream's files at ``parent``; ``upstream`` is the upstream clone's path (relative to
+    the downstream's), ``pin`` the pin sha, ``upstream_paths`` what ``commits`` touch
+    upstream, ``names`` the upstream names they bring (:func:`change_names`)."""
     def existing(path: str) -> str | None:
         return _text(read(path), task, path)
 
     files = {
         CONFIG_FILE: _config(task, upstream, model),
         RULES_NAME: _agents(task, existing(RULES_NAME)),
-        MATRIX: _matrix(task, existing(MATRIX), upstream_paths, commits),
+        MATRIX: _matrix(task, existing(MATRIX), upstream_paths, commits, list(names)),
         PIN_FILE: _pin(task, existing(PIN_FILE), pin),
     }
     for path, columns, template in ((LEDGER, ("change", "upstream", "kind"), LEDGER),

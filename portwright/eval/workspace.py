@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from portwright.errors import RepositoryError
-from portwright.eval.harness import harness_files, row_id
+from portwright.eval.harness import change_names, harness_files, row_id
 from portwright.eval.repos import ResolvedTask, resolve
 from portwright.eval.tasks import PortTask
 from portwright.vcs import plumbing
@@ -179,8 +179,11 @@ def prepare(task: PortTask, repos: Path, where: Path, *,
                              where / "downstream" / _name(task.downstream.repo), resolved.parent)
     files = harness_files(
         task, lambda path: plumbing.show(downstream, resolved.parent, path),
-        upstream=str(upstream), pin=resolved.pin, commits=list(resolved.commits),
-        upstream_paths=_touched(resolved.upstream, resolved.commits), model=model)
+        # relative (../upstream): the harness commit is the same wherever the output is
+        upstream=os.path.relpath(upstream, downstream), pin=resolved.pin,
+        commits=list(resolved.commits),
+        upstream_paths=_touched(resolved.upstream, resolved.commits),
+        names=change_names(resolved.upstream, list(resolved.commits)), model=model)
     row = row_id(task)
     message = (f"portwright eval: the harness of {task.id}\n\n"
                f"portwright.toml, AGENTS.md, the matrix row {row}, the ledger, the inventory "

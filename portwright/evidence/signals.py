@@ -18,6 +18,8 @@ Public API:
   list[str]]`` — the signals and the keys of what the change drops
 - ``fixture_signal(path, sha, status, blobs, added, removed, old_text, target) -> Signal``
 - ``key(signal) -> str`` — ``kind:text``, to follow a signal across commits
+- ``touched_definitions(path, text, lines) -> list[str]`` — the names a change to ``lines``
+  defines, else those whose bodies it changes
 """
 
 from __future__ import annotations
@@ -119,6 +121,24 @@ def _is_definition(code: list[Token], index: int) -> bool:
     starts_line = index == 0 or code[index - 1].line != line
     return starts_line and after == "(" and any(  # a method: name(args) { on one line
         t.text == "{" and t.line == line for t in code[index + 2:index + 40])
+
+
+def touched_definitions(path: str, text: str, lines: set[int]) -> list[str]:
+    """The names ``text`` (the file ``path``, lexed by its language) defines on ``lines``;
+    when it defines none there, those whose definition is the nearest above one of
+    ``lines`` (the function or class a changed line most likely belongs to). Each once, in
+    the order found; short and common names included (``sub``), unlike the gap's signals."""
+    code = [t for t in _lines(text, path) if t.kind not in ("comment", "newline")]
+    defined = [(t.line, t.text) for i, t in enumerate(code)
+               if t.kind == "ident" and t.text not in tokens.KEYWORDS
+               and _is_definition(code, i)]
+    found = [name for line, name in defined if line in lines]
+    if not found:
+        for line in sorted(lines):
+            above = [name for at, name in defined if at <= line]
+            if above:
+                found.append(above[-1])
+    return list(dict.fromkeys(found))
 
 
 def _plumbing_lines(tokens_: list[Token]) -> set[int]:

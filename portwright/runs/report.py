@@ -26,18 +26,23 @@ def _cell(text: object) -> str:
 
 
 def spend(run_dir: Path) -> dict[str, dict[str, float]]:
-    """Calls, tokens and cost per role, summed over every transcript of the run (resumed
+    """Calls, tokens (``tokens``, of which ``tokens_in`` prompt and ``tokens_out``
+    completion) and cost per role, summed over every transcript of the run (resumed
     processes included)."""
     out: dict[str, dict[str, float]] = {}
     for path in sorted(run_dir.glob("transcript-*.jsonl")):
         role = path.stem.removeprefix("transcript-").rsplit("-", 1)[0]
-        totals = out.setdefault(role, {"calls": 0, "tokens": 0, "cost_usd": 0.0})
+        totals = out.setdefault(role, {"calls": 0, "tokens": 0, "tokens_in": 0,
+                                       "tokens_out": 0, "cost_usd": 0.0})
         for line in path.read_text(encoding="utf-8").splitlines():
             event = json.loads(line) if line.strip() else {}
             if event.get("event") == "usage":
+                prompt = int(event.get("prompt_tokens", 0) or 0)
+                completion = int(event.get("completion_tokens", 0) or 0)
                 totals["calls"] += 1
-                totals["tokens"] += int(event.get("prompt_tokens", 0) or 0) + int(
-                    event.get("completion_tokens", 0) or 0)
+                totals["tokens"] += prompt + completion
+                totals["tokens_in"] += prompt
+                totals["tokens_out"] += completion
                 totals["cost_usd"] += float(event.get("cost_usd", 0) or 0)
     return out
 

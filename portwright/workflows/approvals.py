@@ -115,6 +115,13 @@ def unusual_reasons(*, deferred: list[str], attempts: dict[str, int],
     return reasons
 
 
+def approve_keys(approve: Literal["auto", "ask"]) -> dict[str, str]:
+    """The config keys ``--approve`` sets: every approval point ``never`` (``auto``: a run
+    that never waits for a person) or ``always`` (``ask``)."""
+    policy = "never" if approve == "auto" else "always"
+    return {f"approvals.{point}": policy for point in ApprovalsConfig.model_fields}
+
+
 def policy_for(approvals: ApprovalsConfig, point: str) -> str:
     return str(getattr(approvals, point))
 

@@ -172,15 +172,16 @@ def messages_of(ctx: RunContext, role: str) -> list[Message]:
 
 
 def run_role(ctx: RunContext, role: Role[C, R], context: C, ws: Workspace, *,
-             forbidden: list[Message] | None = None) -> AgentOutcome[R]:
+             forbidden: list[Message] | None = None, max_steps: int | None = None
+             ) -> AgentOutcome[R]:
     """One turn of ``role``, charged to the run's budget, its transcript in the run
-    folder."""
+    folder; at most ``max_steps`` steps (default: ``[model] max_steps``)."""
     model = ctx.project.config.model
     path = transcript_path(ctx, role.name)
     emit("agent_started", role=role.name, transcript=path.name)
     outcome = role.run(context, client=ctx.client(), workspace=ws,
                        budget=ctx.budget().for_role(role.name), transcript=Transcript(path),
-                       max_steps=model.max_steps, ceiling=model.context_tokens,
+                       max_steps=max_steps or model.max_steps, ceiling=model.context_tokens,
                        forbidden=forbidden or [])
     emit("agent_finished", role=role.name, status=str(outcome.status),
          calls=outcome.spent.calls, tokens=outcome.spent.usage.total_tokens)

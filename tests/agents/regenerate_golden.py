@@ -15,6 +15,7 @@ from portwright.agents.roles.implementer import sample as implementer_sample
 from portwright.agents.tools import Workspace
 from portwright.agents.transcript import Transcript, read_transcript
 from portwright.config import ModelBudget, Price
+from portwright.eval import loop
 from tests.conftest import GitRepo
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -23,7 +24,7 @@ GOLDEN = Path(__file__).parent / "golden"
 def rendered() -> dict[str, str]:
     """File name → rendered messages of each role's sample context."""
     out = {}
-    for name, role in ROLES.items():
+    for name, role in {**ROLES, loop.ROLE.name: loop.ROLE}.items():
         contexts = {name: role.sample()} if role.sample else {}
         if name == "implementer":
             contexts = {f"{name}-{mode}": implementer_sample(mode)

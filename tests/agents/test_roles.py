@@ -32,6 +32,7 @@ from portwright.agents.roles import (
 )
 from portwright.agents.transcript import Transcript
 from portwright.config import ModelBudget
+from portwright.eval import loop
 from portwright.rules import load_rules
 from tests.agents.regenerate_golden import GOLDEN, TRANSCRIPT, rendered, scripted_transcript
 
@@ -41,8 +42,9 @@ def role_budget(role: str) -> Any:
 
 
 def test_every_template_belongs_to_a_role_and_renders() -> None:
-    assert template_names() == sorted(r.template for r in ROLES.values())
-    for role in ROLES.values():
+    roles = [*ROLES.values(), loop.ROLE]  # the four roles of the cycle, eval's loop agent
+    assert template_names() == sorted(r.template for r in roles)
+    for role in roles:
         assert role.sample is not None
         messages = role.messages(role.sample())
         assert [m.role for m in messages] == ["system", "user"]

@@ -47,7 +47,7 @@ def test_the_harness_commit_and_the_pin(pair: Pair, tmp_path: Path) -> None:
                                "porting-inventory.md", "portwright.toml", "upstream-sync.md"]
 
     project = Project.load(ws.downstream, at="HEAD")
-    assert Path(project.config.upstream.source) == ws.upstream
+    assert project.upstream() == ws.upstream  # named ../upstream, relative to the downstream
     assert project.upstream() == ws.upstream
     assert project.config.upstream.path_map == {"src/": "", "test/": "tests/"}
     assert project.config.sandbox.backend.value == "docker"
@@ -59,7 +59,8 @@ def test_the_harness_commit_and_the_pin(pair: Pair, tmp_path: Path) -> None:
         "anchors", "spec-complete", "no-test-weakening", "reconciled"}
     rows = load_rows(ws.downstream, project.config)
     assert [(r.id, r.title, r.status) for r in rows] == [("sub", "Port sub", "missing")]
-    assert rows[0].upstream == ["src/calc.js", "test/calc.test.js"]  # README.md is docs
+    # the name the change defines first (the cycle ports it), then the paths (README: docs)
+    assert rows[0].upstream == ["sub", "src/calc.js", "test/calc.test.js"]
     assert read_pin(ws.downstream, project.config) == pair.pin
 
 
@@ -180,3 +181,15 @@ def test_a_task_moved_to_another_upstream_clone_gets_a_new_clone(tmp_path: Path)
     origin = git(second.upstream, "config", "remote.origin.url").stdout.strip()
     assert origin == str((pair.repos / "mirror" / "calc-js").resolve())
     assert git(second.upstream, "rev-parse", "HEAD").stdout.strip() == pair.pin
+
+
+def test_the_harness_commit_is_the_same_wherever_the_output_is(pair: Pair,
+                                                                tmp_path: Path) -> None:
+    """The upstream is named relative to the downstream (../upstream): replayed model
+    transcripts, which quote the harness sha, play in any output folder."""
+    task = load(tmp_path, task_toml(pair))
+    here = prepare(task, pair.repos, tmp_path / "here")
+    there = prepare(task, pair.repos, tmp_path / "elsewhere" / "deeper")
+    assert here.harness == there.harness
+    assert 'source = "../upstream"' in git(here.downstream, "show",
+                                           f"{here.harness}:portwright.toml").stdout

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from portwright.agents.budget import RoleBudget
 from portwright.agents.llm import LLMClient, Message
-from portwright.agents.loop import AgentOutcome, run_agent
+from portwright.agents.loop import SUBMIT, AgentOutcome, run_agent
 from portwright.agents.prompting import Excerpt, build_messages
 from portwright.agents.tools import Toolbox, Workspace
 from portwright.agents.transcript import Transcript
@@ -93,6 +93,8 @@ class Role(Generic[C, R]):
     """The framework's own check of a result: problems found, answered to the model."""
     sample: Callable[[], C] | None = field(default=None, compare=False)
     confine: Callable[[C, Workspace], Workspace] | None = None
+    submit: str = SUBMIT
+    """The tool the result comes through."""
 
     def messages(self, context: C, *, ceiling: int = 60_000) -> list[Message]:
         """The role's opening messages: system (static) then task, within ``ceiling``."""
@@ -133,4 +135,5 @@ class Role(Generic[C, R]):
             transcript=transcript,
             max_steps=max_steps,
             check=None if check is None else (lambda result: check(context, result, confined)),
+            submit=self.submit,
         )

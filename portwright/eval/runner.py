@@ -1,0 +1,328 @@
+"""``portwright eval run``: every task of a suite in one mode, each in its own workspace,
+run and sandbox, scored by its hidden tests; resumable.
+
+For each task, in suite order, ``jobs`` at a time (threads: a task's work is in its git
+repositories, its sandbox and its model endpoint, and each has its own)::
+
+    OUT/results/<slug>.<mode>.json    exists: the task is skipped (a rerun continues)
+    OUT/validation/<slug>.json        eval validate's record (reused): an invalid task
+                                      is dropped, a valid one gives the regress baseline
+    OUT/runs/<mode>/<slug>/           the workspace (upstream/, downstream/) and the
+                                      task's state folder (state/: the run, its worktree,
+                                      evidence, transcripts), then the scored tree
+
+1. the workspace is prepared (:func:`portwright.eval.workspace.prepare`);
+2. the mode runs on the task's row (:func:`portwright.eval.modes.run_mode`), the model from
+   the task's ``[model]`` with ``--model``, or a cassette (``--replay``);
+3. the tree the run left (its branch's head) is cloned, the integrity checks run on its
+   diff from the harness commit, the hidden tests are applied and run in the task's
+   sandbox, and ``regress`` is run against the baseline;
+4. the :class:`~portwright.eval.results.TaskResult` is written.
+
+At the end the :class:`~portwright.eval.results.EvalReport` of every result of the suite in
+this mode is written to ``OUT/report.<mode>.json``. A task that fails for a reason of the
+harness (the sandbox, the model endpoint, a crash) gets a result with the ``error`` class;
+delete its result file to run it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from portwright.agents.llm import LLMClient
+from portwright.agents.offline import ReplayModel
+from portwright.config import ModelBudget, ModelConfig, PortwrightConfig
+from portwright.environment import STATE_ENV, overlay, variable
+from portwright.errors import PortwrightError, UsageError
+from portwright.eval.hidden import (
+    apply_hidden,
+    run_selection,
+    run_tests,
+    test_globs,
+    test_sandbox,
+)
+from portwright.eval.modes import ModelSource, ModeOutcome, OnEvent, run_mode
+from portwright.eval.repos import resolve
+from portwright.eval.results import EvalReport, Failure, Mode, TaskResult
+from portwright.eval.tasks import PortTask, Suite
+from portwright.eval.validate import ValidationRecord, validate
+from portwright.eval.workspace import Workspace, prepare
+from portwright.gates.integrity import check_protected_paths, check_tamper
+from portwright.project import Project
+from portwright.sandboxes.envimage import EnvSource
+from portwright.vcs import plumbing
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["RunOptions", "Score", "cassette_path", "report_path", "result_path",
+           "run_suite", "run_task", "score"]
+
+ClientFor = Callable[[PortTask, Mode], LLMClient]
+"""A model made in process for a task and mode (tests, examples)."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What ``eval run`` was asked."""
+
+    mode: Mode
+    out: Path
+    """The output folder."""
+    repos: Path
+    """The folder of the tasks' clones."""
+    model: str | None = None
+    """``--model``: the model name, over the task's ``[model] name``."""
+    replay: Path | None = None
+    """``--replay``: a folder of cassettes, ``<slug>.<mode>.jsonl``."""
+    record: Path | None = None
+    """``--record``: record every call into that folder, ``<slug>.<mode>.jsonl``."""
+    jobs: int = 1
+    """Tasks at a time."""
+    client: ClientFor | None = None
+    """A model made in process instead (no endpoint, no cassette)."""
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    """The environment the tasks' configs read ``PORTWRIGHT_*`` overrides from."""
+
+
+def result_path(out: Path, task: PortTask, mode: Mode) -> Path:
+    return out / "results" / f"{task.slug}.{mode.value}.json"
+
+
+def report_path(out: Path, mode: Mode) -> Path:
+    return out / f"report.{mode.value}.json"
+
+
+def cassette_path(folder: Path, task: PortTask, mode: Mode) -> Path:
+    return folder / f"{task.slug}.{mode.value}.jsonl"
+
+
+def _emit(on_event: OnEvent, task: PortTask, mode: Mode, event: str, **data: Any) -> None:
+    on_event({"event": event, "task": task.id, "mode": mode.value, **data})
+
+
+def run_suite(suite: Suite, options: RunOptions, on_event: OnEvent | None = None
+              ) -> EvalReport:
+    """Run every task of ``suite`` without a result in ``options.mode``, then write and
+    return the report of every task that has one. Bad input (a missing clone, revision or
+    cassette) stops before anything runs."""
+    say = on_event or (lambda event: None)
+    mode = Mode(options.mode)
+    pending = [t for t in suite.tasks if not result_path(options.out, t, mode).is_file()]
+    for task in pending:
+        resolve(task, options.repos)
+        if options.replay is not None and not cassette_path(options.replay, task,
+                                                            mode).is_file():
+            raise UsageError(f"no cassette for task {task.id} in {mode.value} mode",
+                             file=cassette_path(options.replay, task, mode), key="--replay",
+                             fix="record one with --record DIR, or drop --replay")
+    for task in suite.tasks:
+        if task not in pending:
+            _emit(say, task, mode, "task_skipped", reason="it has a result")
+    lock = threading.Lock()
+
+    def locked(event: dict[str, Any]) -> None:
+        with lock:
+            say(event)
+
+    if options.jobs <= 1 or len(pending) <= 1:
+        for task in pending:
+            run_task(task, options, locked)
+    else:
+        pool = ThreadPoolExecutor(max_workers=options.jobs, thread_name_prefix="eval-task")
+        try:
+            for future in [pool.submit(run_task, task, options, locked) for task in pending]:
+                future.result()
+        except BaseException:
+            # Ctrl-C, or a task that raised: no further task starts; those running end
+            # (their sandboxes close with them), and the error goes on
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
+    report = collect(suite, options)
+    path = report_path(options.out, mode)
+    _write(path, report)
+    say({"event": "report", "mode": mode.value, "path": str(path)})
+    return report
+
+
+def collect(suite: Suite, options: RunOptions) -> EvalReport:
+    """The report of the suite's results in ``options.mode`` (tasks without one left out)."""
+    mode = Mode(options.mode)
+    results = [TaskResult.model_validate_json(path.read_bytes())
+               for path in (result_path(options.out, t, mode) for t in suite.tasks)
+               if path.is_file()]
+    models = sorted({r.model for r in results}) or [options.model or ""]
+    return EvalReport(suite=suite.root.name, mode=mode, model=", ".join(models),
+                      budget=task_budget(options.environ), results=results)
+
+
+def task_budget(environ: Mapping[str, str]) -> ModelBudget:
+    """The budget each task has: ``[model] budget`` of a workspace's config (the harness
+    sets none: the defaults) with the ``PORTWRIGHT_MODEL__BUDGET__*`` overrides."""
+    data: dict[str, Any] = {}
+    overlay(data, environ, PortwrightConfig.model_fields)
+    return ModelConfig.model_validate(data.get("model", {})).budget
+
+
+def run_task(task: PortTask, options: RunOptions, on_event: OnEvent) -> TaskResult | None:
+    """Validate, prepare, run, score and record one task; None when it is dropped (its
+    hidden tests do not fail at the parent, or do not pass at the port)."""
+    mode = Mode(options.mode)
+
+    def told(event: dict[str, Any]) -> None:
+        on_event({**event, "task": task.id, "mode": mode.value})
+
+    _emit(on_event, task, mode, "task_started")
+    started = time.monotonic()
+    try:
+        record = validate(task, options.repos, options.out, progress=lambda _, what: _emit(
+            on_event, task, mode, "task_progress", what=f"validation: {what}"))
+        if not record.valid:
+            _emit(on_event, task, mode, "task_dropped", reason=record.reason)
+            return None
+        started = time.monotonic()
+        result = _attempt(task, options, record, started, told)
+    except (PortwrightError, OSError) as exc:  # the sandbox, the endpoint, the disk
+        logger.warning("task %s (%s): %s", task.id, mode.value, exc, exc_info=True)
+        result = TaskResult(task=task.id, mode=mode, model=_model_name(task, options, None),
+                            resolved=False, wall_seconds=round(time.monotonic() - started, 3),
+                            failure=Failure.ERROR,
+                            detail=f"{type(exc).__name__}: {_line(str(exc))}")
+    _write(result_path(options.out, task, mode), result)
+    _emit(on_event, task, mode, "task_finished", resolved=result.resolved,
+          failure=None if result.failure is None else result.failure.value,
+          detail=result.detail, seconds=result.wall_seconds)
+    return result
+
+
+def _attempt(task: PortTask, options: RunOptions, record: ValidationRecord, started: float,
+             told: OnEvent) -> TaskResult:
+    mode = Mode(options.mode)
+    where = options.out / "runs" / mode.value / task.slug
+    told({"event": "task_progress", "what": "preparing the workspace"})
+    ws = prepare(task, options.repos, where)
+    environ = {**options.environ, STATE_ENV: str(where / "state")}
+    if options.model:
+        environ[variable("model.name")] = options.model
+    project = Project.load(ws.downstream, at=ws.harness, environ=environ)
+    source = _source(task, options)
+    told({"event": "task_progress", "what": f"running the {mode.value}"})
+    outcome = run_mode(mode, project, ws.row, run_id=f"eval-{mode.value}-{task.slug}",
+                       target=ws.task.commits[-1], model=source, on_event=told)
+    told({"event": "task_progress", "what": "running the hidden tests"})
+    scored = score(ws, outcome.head, record, where / "scored", run_id=f"eval-score-"
+                   f"{mode.value}-{task.slug}")
+    failure, detail = _verdict(outcome, scored)
+    model = source.client.model if source.client is not None else \
+        _model_name(task, options, project)
+    return TaskResult(
+        task=task.id, mode=mode, model=model, resolved=failure is None,
+        hidden_passed=scored.passed, hidden_failed=scored.failed,
+        regressions=scored.regressions,
+        red_observed=outcome.red_observed, gates_passed=outcome.gates_passed,
+        review=outcome.review, tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
+        cost_usd=outcome.cost_usd, calls=outcome.calls,
+        wall_seconds=round(time.monotonic() - started, 3), failure=failure, detail=detail)
+
+
+def _source(task: PortTask, options: RunOptions) -> ModelSource:
+    mode = Mode(options.mode)
+    if options.client is not None:
+        return ModelSource(client=options.client(task, mode))
+    return ModelSource(
+        replay=None if options.replay is None else cassette_path(options.replay, task, mode),
+        record=None if options.record is None else cassette_path(options.record, task, mode))
+
+
+def _model_name(task: PortTask, options: RunOptions, project: Project | None) -> str:
+    """The model the agents used: the cassette's, ``--model``, or the config's."""
+    mode = Mode(options.mode)
+    if options.replay is not None:
+        try:
+            return ReplayModel(cassette_path(options.replay, task, mode)).model
+        except PortwrightError:
+            return "replay"
+    if options.model:
+        return options.model
+    return project.config.model.name if project is not None else "unknown"
+
+
+class Score(BaseModel):
+    """What the hidden tests and the integrity checks found on the tree a run left."""
+
+    passed: list[str]
+    """Hidden test ids that passed."""
+    failed: list[str]
+    """Hidden test ids that failed (or did not appear in the output)."""
+    regressions: list[str]
+    """Baseline regress ids that fail now."""
+    integrity: list[str]
+    """What the integrity checks found (empty: they passed)."""
+
+
+def score(ws: Workspace, head: str, record: ValidationRecord, tree: Path, *,
+          run_id: str) -> Score:
+    """Clone the workspace's downstream at ``head`` into ``tree`` (made afresh), run the
+    integrity checks on its diff from the harness commit, apply the hidden tests, and run
+    them and ``regress`` in the task's sandbox."""
+    task = ws.task.task
+    if tree.exists():
+        shutil.rmtree(tree)
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    plumbing.git(tree.parent, "clone", "--quiet", "--no-checkout", str(ws.downstream),
+                 tree.name)
+    plumbing.git(tree, "checkout", "--quiet", "--detach", head)
+    checks = [check_protected_paths(tree, base=ws.harness),
+              check_tamper(tree, base=ws.harness, tests=test_globs(), fail=True)]
+    integrity = [f"{c.name}: {m}" for c in checks if not c.passed for m in c.messages]
+    apply_hidden(ws.task, tree)
+    with test_sandbox(task, tree, source=EnvSource(ws.downstream, ws.harness),
+                      log_dir=tree.parent / "scored-logs", run_id=run_id) as sandbox:
+        hidden = run_tests(task, sandbox, task.hidden.tests)
+        regress = run_selection(task, sandbox, task.hidden.regress) \
+            if task.hidden.regress else {}
+    return Score(passed=[i for i, ok in hidden.items() if ok],
+                 failed=[i for i, ok in hidden.items() if not ok],
+                 regressions=[i for i in record.regress_baseline if not regress.get(i)],
+                 integrity=integrity)
+
+
+def _verdict(outcome: ModeOutcome, scored: Score) -> tuple[Failure | None, str]:
+    """Resolved (no failure) when every hidden test passed, nothing regressed and the
+    integrity checks passed; otherwise why, the most telling first: the integrity checks,
+    then how the mode ended, then the hidden tests."""
+    if scored.integrity:
+        return Failure.INTEGRITY, _line(scored.integrity[0])
+    if not scored.failed and not scored.regressions:
+        return None, outcome.detail if outcome.failure is not None else ""
+    if outcome.failure is not None:
+        return outcome.failure, outcome.detail
+    failing = [*scored.failed, *scored.regressions]
+    return Failure.HIDDEN_TESTS, _line(
+        f"{len(scored.failed)} of {len(scored.failed) + len(scored.passed)} hidden test(s) "
+        f"failed, {len(scored.regressions)} regression(s): {', '.join(failing[:5])}")
+
+
+def _line(text: str, width: int = 300) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= width else first[: width - 1] + "…"
+
+
+def _write(path: Path, value: BaseModel) -> None:
+    """``value`` as JSON at ``path``, written whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(value.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    temp.replace(path)
+
