@@ -62,7 +62,10 @@ def row_id(task: PortTask) -> str:
 
 
 def test_gate_command(task: PortTask) -> str:
-    """``test`` with ``{tests}`` removed: the whole suite, as the ``tests`` gate runs it."""
+    """The whole suite, as the ``tests`` gate runs it: ``suite``, else ``test`` with
+    ``{tests}`` removed."""
+    if task.environment.suite:
+        return task.environment.suite.strip()
     return re.sub(r"[ \t]*" + re.escape(PLACEHOLDER), "", task.environment.test).strip()
 
 

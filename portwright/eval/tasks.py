@@ -168,6 +168,10 @@ class Environment(_Model):
     """Upstream path prefix → downstream path prefix (``[upstream] path_map``)."""
     timeout: Seconds = 900.0
     """Seconds one test command may run."""
+    suite: str | None = None
+    """The command of the cycle's ``tests`` gate: the downstream's whole test suite
+    (default: ``test`` with ``{tests}`` removed). Needed with ``report = "exit"``, where
+    that would run the test program on nothing."""
 
     @field_validator("test")
     @classmethod
@@ -181,6 +185,12 @@ class Environment(_Model):
         if self.report == "exit" and PLACEHOLDER not in self.test:
             raise ValueError(f"report = \"exit\" runs the command once per test id: put "
                              f"{PLACEHOLDER} where the id goes")
+        if self.report == "exit" and not (self.suite or "").strip():
+            raise ValueError("report = \"exit\" needs `suite`, the command that runs the "
+                             "whole test suite for the cycle's tests gate (without an id, "
+                             "the test command would run nothing)")
+        if self.suite is not None and PLACEHOLDER in self.suite:
+            raise ValueError(f"`suite` runs the whole test suite: it takes no {PLACEHOLDER}")
         return self
 
 

@@ -120,7 +120,8 @@ def _task(tmp_path: Path, pair: Pair, env: str) -> PortTask:
 
 
 def test_exit_runs_one_command_per_id_and_killed_runs_fail(pair: Pair, tmp_path: Path) -> None:
-    task = _task(tmp_path, pair, '[environment]\ntest = "./t {tests}"\nreport = "exit"')
+    task = _task(tmp_path, pair,
+                 '[environment]\ntest = "./t {tests}"\nreport = "exit"\nsuite = "./t --all"')
     sandbox = FakeSandbox({"./t a": result(0), "./t 'b c'": result(1),
                            "./t d": result(0, timed_out=True)})
     assert run_tests(task, sandbox, ["a", "b c", "d"]) == {"a": True, "b c": False, "d": False}

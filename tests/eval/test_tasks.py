@@ -58,6 +58,12 @@ CASES = [
     Bad("exit-without-placeholder", {"calc.toml": _swap(
         "re:^test = .*$", 'test = "./run-tests"\nreport = "exit"')},
         "calc.toml:14", ("{tests}",), "set `environment`"),
+    Bad("exit-without-suite", {"calc.toml": _swap(
+        "re:^test = .*$", 'test = "./run-tests {tests}"\nreport = "exit"')},
+        "calc.toml:14", ("needs `suite`", "tests gate"), "set `environment`"),
+    Bad("suite-with-placeholder", {"calc.toml": _swap(
+        "re:^test = .*$", 'test = "pytest {tests}"\nsuite = "pytest {tests}"')},
+        "calc.toml:14", ("takes no {tests}",), "set `environment`"),
     Bad("missing-table", {"calc.toml": "@@cut:down"}, "calc.toml",
         ("required key is missing (downstream)",), "add the [downstream] table with "
                                                    "`repo = ...`, `parent = ...`, `port = ...`"),
