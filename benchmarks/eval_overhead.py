@@ -1,0 +1,176 @@
+"""How much time does ``portwright eval run`` spend on its own work per task?
+
+Runs the bundled example tasks (``benchmarks/port-tasks/examples/``: tinystats
+moving-average and percentile, rmsnorm fused-residual) in both modes with the replay model
+(their recorded transcripts), each task from scratch in a fresh output folder, and splits
+each task's wall time into:
+
+* **validation** — the hidden tests run at the parent and at the port in the sandbox
+  (:func:`portwright.eval.validate.validate`), the regress baseline recorded;
+* **setup** — the task's workspace: the upstream clone at the pin, the downstream at the
+  parent and the harness commit (:func:`portwright.eval.workspace.prepare`);
+* **run** — the mode itself, the port cycle or the loop agent (not the harness's work: it
+  is what is being measured);
+* **scoring** — the tree the run left cloned, the integrity checks, the hidden tests applied
+  and run, the regress selection run (:func:`portwright.eval.runner.score`);
+* **rest** — everything else (loading the task, writing the result, teardown).
+
+Both modes share one output folder, as ``eval validate`` followed by ``eval run`` in each
+mode would: the first mode validates each task, the second reuses its record. The harness's
+own time per task and mode is setup + scoring + rest (+ validation, for the mode that
+validated). Goal: ≤ 10 s per task. A second pass of each mode over the same folder shows
+the resumed run (every task skipped).
+The environment images are built beforehand and not timed (``portwright sandbox build``
+has its own benchmark, ``benchmarks/env_image.py``). Writes
+``benchmarks/results/eval_overhead.json``.
+
+    python benchmarks/eval_overhead.py [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "benchmarks" / "port-tasks" / "examples"
+CASSETTES = SUITE / "cassettes"
+OUT = ROOT / "benchmarks" / "results" / "eval_overhead.json"
+PHASES = ("validation", "setup", "run", "scoring")
+
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(SUITE))
+
+from build_repos import build_repos  # noqa: E402
+
+from portwright.eval import runner  # noqa: E402
+from portwright.eval.results import Mode  # noqa: E402
+from portwright.eval.tasks import load_suite  # noqa: E402
+
+
+class Phases:
+    """Seconds per task and phase, from the runner's own calls (by thread: tasks may run
+    side by side)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.current: dict[int, str] = {}
+
+    def wrap(self, phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        import threading
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                task = self.current.get(threading.get_ident(), "?")
+                self.seconds[task][phase] += time.perf_counter() - began
+        return timed
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        import threading
+
+        originals = {name: getattr(runner, name)
+                     for name in ("validate", "prepare", "run_mode", "score", "run_task")}
+        run_task = originals["run_task"]
+
+        def task_wrapper(task: Any, *args: Any, **kwargs: Any) -> Any:
+            self.current[threading.get_ident()] = task.id
+            began = time.perf_counter()
+            try:
+                return run_task(task, *args, **kwargs)
+            finally:
+                self.seconds[task.id]["wall"] += time.perf_counter() - began
+
+        runner.validate = self.wrap("validation", originals["validate"])
+        runner.prepare = self.wrap("setup", originals["prepare"])
+        runner.run_mode = self.wrap("run", originals["run_mode"])
+        runner.score = self.wrap("scoring", originals["score"])
+        runner.run_task = task_wrapper
+        try:
+            yield
+        finally:
+            for name, fn in originals.items():
+                setattr(runner, name, fn)
+
+
+def one_pass(repos: Path, out: Path, mode: Mode) -> dict[str, Any]:
+    suite = load_suite(SUITE)
+    options = runner.RunOptions(mode=mode, out=out, repos=repos, replay=CASSETTES)
+    phases = Phases()
+    with phases.installed():
+        began = time.perf_counter()
+        report = runner.run_suite(suite, options)
+        wall = time.perf_counter() - began
+        resumed_began = time.perf_counter()
+        runner.run_suite(suite, options)  # every task has a result: all skipped
+        resumed = time.perf_counter() - resumed_began
+    tasks = {}
+    for task_id, spent in phases.seconds.items():
+        harness = spent["wall"] - spent["run"]
+        tasks[task_id] = {**{p: round(spent[p], 3) for p in PHASES},
+                          "rest": round(harness - spent["validation"] - spent["setup"]
+                                        - spent["scoring"], 3),
+                          "wall": round(spent["wall"], 3), "harness": round(harness, 3)}
+    resolved = sum(r.resolved for r in report.results)
+    return {"mode": mode.value, "wall_s": round(wall, 3), "resumed_s": round(resumed, 3),
+            "resolved": f"{resolved}/{len(report.results)}", "tasks": tasks}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    passes: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="pw-eval-overhead-") as scratch:
+        repos = Path(scratch) / "repos"
+        build_repos(repos)
+        os.environ.setdefault("PORTWRIGHT_STATE_DIR", str(Path(scratch) / "state"))
+        for number in range(args.repeat):
+            for mode in (Mode.LOOP, Mode.CYCLE):
+                result = one_pass(repos, Path(scratch) / f"out-{number}", mode)
+                passes.append(result)
+                for task, t in result["tasks"].items():
+                    print(f"{mode.value:5} {task:40} harness {t['harness']:6.2f} s "
+                          f"(validation {t['validation']:.2f}, setup {t['setup']:.2f}, "
+                          f"scoring {t['scoring']:.2f}, rest {t['rest']:.2f}); "
+                          f"run {t['run']:.2f} s")
+                print(f"{mode.value}: {result['resolved']} resolved, {result['wall_s']:.1f} s; "
+                      f"resumed in {result['resumed_s']:.2f} s")
+    harness = [t["harness"] for p in passes for t in p["tasks"].values()]
+    validation = [t["validation"] for p in passes for t in p["tasks"].values()
+                  if t["validation"] > 0.5]
+    summary = {"harness_s_per_task_median": round(statistics.median(harness), 3),
+               "harness_s_per_task_max": round(max(harness), 3),
+               "validation_s_per_task_median": round(statistics.median(validation), 3)
+               if validation else None,
+               "goal_s_per_task": 10.0}
+    results = {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+               "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                           "load_average": [round(x, 2) for x in os.getloadavg()]},
+               "summary": summary, "passes": passes}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"harness per task: median {summary['harness_s_per_task_median']:.2f} s, "
+          f"max {summary['harness_s_per_task_max']:.2f} s (goal 10 s)")
+    print(f"wrote {args.out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
