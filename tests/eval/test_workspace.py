@@ -185,11 +185,11 @@ def test_a_task_moved_to_another_upstream_clone_gets_a_new_clone(tmp_path: Path)
 
 def test_the_harness_commit_is_the_same_wherever_the_output_is(pair: Pair,
                                                                 tmp_path: Path) -> None:
-    """The upstream is named relative to the downstream (../upstream): replayed model
-    transcripts, which quote the harness sha, play in any output folder."""
+    """The upstream is named relative to the downstream: replayed model transcripts, which
+    quote the harness sha, play in any output folder."""
     task = load(tmp_path, task_toml(pair))
     here = prepare(task, pair.repos, tmp_path / "here")
     there = prepare(task, pair.repos, tmp_path / "elsewhere" / "deeper")
     assert here.harness == there.harness
-    assert 'source = "../upstream"' in git(here.downstream, "show",
-                                           f"{here.harness}:portwright.toml").stdout
+    assert 'source = "../../upstream/calc-js"' in git(
+        here.downstream, "show", f"{here.harness}:portwright.toml").stdout
