@@ -179,7 +179,7 @@ def prepare(task: PortTask, repos: Path, where: Path, *,
                              where / "downstream" / _name(task.downstream.repo), resolved.parent)
     files = harness_files(
         task, lambda path: plumbing.show(downstream, resolved.parent, path),
-        # relative (../upstream): the harness commit is the same wherever the output is
+        # relative (../../upstream/<name>): the same harness commit wherever the output is
         upstream=os.path.relpath(upstream, downstream), pin=resolved.pin,
         commits=list(resolved.commits),
         upstream_paths=_touched(resolved.upstream, resolved.commits),
