@@ -68,7 +68,8 @@ def _rates(ax: Axes, comparison: Comparison) -> None:
                     xytext=(12, 4), textcoords="offset points", fontsize=10)
     ax.set_xticks([0, 1], [s.label for s in sides])
     ax.set_xlim(-0.6, 1.6)
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, 112)  # room for a count above a full bar, below the title
+    ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("tasks resolved (%)")
     ax.set_title("resolve rate, 95 % Wilson interval", fontsize=11)
     table = comparison.table
