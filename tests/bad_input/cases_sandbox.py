@@ -52,14 +52,18 @@ def sandbox(body: str) -> Setup:
 
 
 def _no_env_images(w: World, home: Path) -> str | None:
-    """A failed environment image build leaves no image of this world behind."""
+    """A failed environment image build leaves no image of this world's inputs behind
+    (found by their key: other repositories named alike may share the engine)."""
     import docker
 
-    from portwright.sandboxes.envimage import LABEL_REPO
+    from portwright.project import Project
+    from portwright.sandboxes.envimage import LABEL_KEY, EnvSource, read_spec
 
+    config = Project.load(w.repo, at="HEAD").config.sandbox
     client = docker.from_env()
     try:
-        left = client.images.list(filters={"label": f"{LABEL_REPO}={w.repo.name}"})
+        key = read_spec(config, EnvSource(w.repo), client).key
+        left = client.images.list(filters={"label": f"{LABEL_KEY}={key}"})
     finally:
         client.close()
     return f"environment images left: {[i.tags for i in left]}" if left else None
