@@ -7,6 +7,8 @@ folder of this user's that no clone or state folder chooses:
 ``$XDG_RUNTIME_DIR/portwright/locks``, else ``$XDG_CACHE_HOME/portwright/locks``, else
 ``~/.cache/portwright/locks``. The kernel releases the lock of a process that died, so a
 killed build never blocks the next one.
+
+:func:`build_once` is the one way an image is made: look, take the lock, look again, build.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import docker
+from docker.errors import ImageNotFound
+from docker.models.images import Image
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
@@ -84,3 +89,39 @@ def image_lock(tag: str, *, timeout: float = LOCK_TIMEOUT,
         yield path
     finally:
         lock.release()
+
+
+def find_image(client: docker.DockerClient, tag: str) -> Image | None:
+    """The image ``tag`` names, or None when the engine has none."""
+    try:
+        return client.images.get(tag)
+    except ImageNotFound:
+        return None
+
+
+def image_exists(client: docker.DockerClient, tag: str) -> bool:
+    return find_image(client, tag) is not None
+
+
+def build_once(client: docker.DockerClient, tag: str, build: Callable[[], None], *,
+               force: bool = False, progress: Callable[[str], None] | None = None
+               ) -> tuple[str, bool]:
+    """Make ``tag`` with ``build`` unless it exists (or ``force``); return its id and whether
+    this call built it.
+
+    One builder of ``tag`` at a time on this machine (:func:`image_lock`): a second process
+    waits for the first, then finds the image and builds nothing.
+    """
+    say = progress or (lambda _: None)
+    if not force and (image := find_image(client, tag)) is not None:
+        say(f"{tag} exists ({image.short_id}); nothing to do")
+        return str(image.id), False
+    with image_lock(tag, on_wait=say):
+        if not force and (image := find_image(client, tag)) is not None:
+            say(f"{tag} exists ({image.short_id}, built by another process while this "
+                "one waited); nothing to do")
+            return str(image.id), False
+        build()
+    image = client.images.get(tag)
+    say(f"built {tag} ({image.short_id})")
+    return str(image.id), True

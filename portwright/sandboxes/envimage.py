@@ -54,7 +54,7 @@ from portwright.config import CONFIG_FILE, SandboxConfig
 from portwright.config_errors import locate_key
 from portwright.environment import STATE_ENV, default_state_home
 from portwright.errors import ConfigError, ImageMissing, RepositoryError
-from portwright.sandboxes.buildlock import image_lock
+from portwright.sandboxes.buildlock import build_once, image_exists
 from portwright.sandboxes.engine import missing_image_fix
 from portwright.vcs import plumbing
 
@@ -402,28 +402,26 @@ def ensure_env_image(config: SandboxConfig, source: EnvSource,
     own = client is None
     client = client or docker_client()
     try:
-        if not config.dockerfile and not _exists(client, config.image):
+        if not config.dockerfile and not image_exists(client, config.image):
             raise ImageMissing(f"the base image {config.image!r} of the environment image "
                                "does not exist", fix=missing_image_fix(config.image))
         spec = read_spec(config, source, client)
-        if _exists(client, spec.tag):
-            return EnvBuild(spec.tag, spec.key, False, 0.0, None, tuple(spec.lockfiles))
-        folder = source.images_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        log_path = folder / f"{spec.name}-{spec.key[:16]}.build.log"
+        log_path = source.images_dir() / f"{spec.name}-{spec.key[:16]}.build.log"
         started = time.monotonic()
-        with image_lock(spec.tag):
-            if _exists(client, spec.tag):  # built by another process while we waited
-                return EnvBuild(spec.tag, spec.key, False, time.monotonic() - started,
-                                log_path, tuple(spec.lockfiles))
+
+        def build() -> None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
             logger.info("building the environment image %s (log: %s)", spec.tag, log_path)
             builder = docker_client(timeout=BUILD_TIMEOUT)
             try:
                 _build(builder, spec, source, log_path)
             finally:
                 builder.close()
-        return EnvBuild(spec.tag, spec.key, True, time.monotonic() - started, log_path,
-                        tuple(spec.lockfiles))
+
+        _, built = build_once(client, spec.tag, build)
+        return EnvBuild(spec.tag, spec.key, built,
+                        time.monotonic() - started if built else 0.0,
+                        log_path if built else None, tuple(spec.lockfiles))
     finally:
         if own:
             client.close()
@@ -436,18 +434,10 @@ def env_status(config: SandboxConfig, source: EnvSource,
     if not needs_env_image(config):
         return EnvStatus("none", None, config.image)
     spec = read_spec(config, source, client)
-    if _exists(client, spec.tag):
+    if image_exists(client, spec.tag):
         return EnvStatus("built", spec.tag, spec.tag, lockfiles=tuple(spec.lockfiles))
     older = sorted(tag for image in client.images.list(
         filters={"label": f"{LABEL_REPO}={spec.name}"}) for tag in image.tags
         if tag.startswith(f"portwright/env-{spec.name}:"))
     return EnvStatus("stale" if older else "missing", spec.tag, spec.tag, tuple(older),
                      tuple(spec.lockfiles))
-
-
-def _exists(client: docker.DockerClient, tag: str) -> bool:
-    try:
-        client.images.get(tag)
-    except ImageNotFound:
-        return False
-    return True

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import docker
-from docker.errors import APIError, ImageNotFound
-from docker.models.images import Image
+from docker.errors import APIError
 
 from portwright.config import SandboxConfig
 from portwright.errors import ImageMissing, SandboxError
-from portwright.sandboxes.buildlock import image_lock
+from portwright.sandboxes.buildlock import build_once as build_once  # re-exported
+from portwright.sandboxes.buildlock import image_exists as image_exists  # re-exported
 from portwright.sandboxes.engine import BASE_TAG as BASE_TAG  # re-exported
 from portwright.sandboxes.engine import docker_client
 from portwright.sandboxes.engine import missing_image_fix as missing_image_fix  # re-exported
@@ -46,13 +46,6 @@ Progress = Callable[[str], None]
 def _quiet(_: str) -> None:
     return None
 
-
-def image_exists(client: docker.DockerClient, tag: str) -> bool:
-    try:
-        client.images.get(tag)
-    except ImageNotFound:
-        return False
-    return True
 
 
 def ensure_image(
@@ -134,35 +127,6 @@ def _apt_entries(path: Path) -> list[tuple[str, list[str]]]:
         if len(words) >= 3 and words[0] == "deb":
             entries.append((words[1], [words[2]]))
     return entries
-
-
-def build_once(client: docker.DockerClient, tag: str, build: Callable[[], None], *,
-               force: bool = False, progress: Progress = _quiet) -> tuple[str, bool]:
-    """Make ``tag`` with ``build`` unless it exists (or ``force``); return its id and whether
-    this call built it.
-
-    One builder of ``tag`` at a time on this machine (:func:`image_lock`): a second process
-    waits for the first, then finds the image and builds nothing.
-    """
-    if not force and (image := _image(client, tag)) is not None:
-        progress(f"{tag} exists ({image.short_id}); nothing to do")
-        return str(image.id), False
-    with image_lock(tag, on_wait=progress):
-        if not force and (image := _image(client, tag)) is not None:
-            progress(f"{tag} exists ({image.short_id}, built by another process while this "
-                     "one waited); nothing to do")
-            return str(image.id), False
-        build()
-    image = client.images.get(tag)
-    progress(f"built {tag} ({image.short_id})")
-    return str(image.id), True
-
-
-def _image(client: docker.DockerClient, tag: str) -> Image | None:
-    try:
-        return client.images.get(tag)
-    except ImageNotFound:
-        return None
 
 
 def build_base_image(
