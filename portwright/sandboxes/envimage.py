@@ -419,8 +419,8 @@ def ensure_env_image(config: SandboxConfig, source: EnvSource,
                 builder.close()
 
         _, built = build_once(client, spec.tag, build)
-        return EnvBuild(spec.tag, spec.key, built,
-                        time.monotonic() - started if built else 0.0,
+        # seconds: the build, or the wait for another process's build of it
+        return EnvBuild(spec.tag, spec.key, built, time.monotonic() - started,
                         log_path if built else None, tuple(spec.lockfiles))
     finally:
         if own:
