@@ -21,7 +21,7 @@ from portwright.evidence.gapmodels import RowEvidence, SymbolEvidence
 from portwright.evidence.history import HistoryIndex, downstream_index
 from portwright.evidence.lookup import Location, TreeView
 from portwright.project import Project
-from portwright.vcs.plumbing import check_repo, git, rev_parse
+from portwright.vcs.plumbing import check_repo, git, rev_parse_many
 
 
 def _word_regex(symbol: str) -> str:
@@ -89,8 +89,7 @@ def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
     """The upstream and downstream facts about a row's symbols (see the module docstring)."""
     upstream = check_repo(upstream, "upstream checkout")
     downstream = check_repo(downstream, "downstream repository")
-    pin_sha = rev_parse(upstream, pin)
-    head_sha = rev_parse(upstream, config.upstream.branch)
+    pin_sha, head_sha = rev_parse_many(upstream, [pin, config.upstream.branch])
     index = index if index is not None else downstream_index(Project(downstream, config))
     view = Downstream(downstream, index, config)
     out: list[SymbolEvidence] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -137,6 +138,22 @@ def rev_parse(repo: Path, rev: str) -> str:
     raise revision_error(repo, rev)
 
 
+def rev_parse_many(repo: Path, revs: list[str]) -> list[str]:
+    """The full commit shas ``revs`` name, in one git call; when one names no commit, the
+    :class:`RevisionError` of :func:`rev_parse` for the first such."""
+    if all(rev.strip() and not rev.startswith("-") for rev in revs):
+        done = run(repo, "rev-parse", "--end-of-options", *(f"{rev}^{{commit}}" for rev in revs))
+        shas = done.stdout.decode("utf-8", "replace").split()
+        # each revision prints at least one line: as many lines as revisions is one each
+        if done.returncode == 0 and len(shas) == len(revs) and all(
+                _FULL_HEX.fullmatch(sha) for sha in shas):
+            return shas
+    return [rev_parse(repo, rev) for rev in revs]
+
+
+_FULL_HEX = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
 def revision_error(repo: Path, rev: str) -> RevisionError:
     """A :class:`RevisionError` saying why ``rev`` names no commit in ``repo``: an empty
     or option-like revision, not a repository, a repository without commits, a tree or
@@ -188,6 +205,47 @@ def show(repo: Path, rev: str, path: str) -> bytes | None:
         return git(repo, "show", f"{rev}:{path}")
     except RepositoryError:
         return None
+
+
+def show_many(repo: Path, rev: str, paths: list[str]) -> dict[str, bytes | None]:
+    """Bytes of each of ``paths`` at ``rev`` (None when absent), as :func:`show` reads them,
+    in one ``git cat-file --batch`` call; a path the batch cannot name (a newline in it)
+    or that is not a blob there is read by :func:`show`."""
+    batched = [p for p in dict.fromkeys(paths) if "\n" not in p and "\r" not in p]
+    out: dict[str, bytes | None] = {}
+    if batched:
+        done = run(repo, "cat-file", "--batch",
+                   stdin=b"".join(f"{rev}:{p}".encode("utf-8", "surrogateescape") + b"\n"
+                                  for p in batched))
+        if done.returncode == 0:
+            out.update(_batch_blobs(done.stdout, batched))
+    for path in paths:
+        if path not in out:
+            out[path] = show(repo, rev, path)
+    return out
+
+
+def _batch_blobs(data: bytes, paths: list[str]) -> dict[str, bytes | None]:
+    """The blobs of ``cat-file --batch`` output, by the path each request named: None for a
+    missing one; left out when the answer is not a blob (a tree, an ambiguous name)."""
+    blobs: dict[str, bytes | None] = {}
+    pos = 0
+    for path in paths:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            break
+        header = data[pos:end].split()
+        pos = end + 1
+        if header[-1:] == [b"missing"]:
+            blobs[path] = None
+            continue
+        if len(header) != 3 or not header[2].isdigit():
+            continue  # "ambiguous" and the like: no content follows
+        size = int(header[2])
+        if header[1] == b"blob":
+            blobs[path] = data[pos:pos + size]
+        pos += size + 1
+    return blobs
 
 
 def tree_entries(repo: Path, rev: str) -> list[tuple[str, str, str]]:
