@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -142,7 +143,9 @@ def rev_parse_many(repo: Path, revs: list[str]) -> list[str]:
     """The full commit shas ``revs`` name, in one git call; when one names no commit, the
     :class:`RevisionError` of :func:`rev_parse` for the first such."""
     if all(rev.strip() and not rev.startswith("-") for rev in revs):
-        done = run(repo, "rev-parse", "--end-of-options", *(f"{rev}^{{commit}}" for rev in revs))
+        # no --end-of-options: without --verify, rev-parse prints it back; no revision
+        # here starts with "-"
+        done = run(repo, "rev-parse", *(f"{rev}^{{commit}}" for rev in revs))
         shas = done.stdout.decode("utf-8", "replace").split()
         # each revision prints at least one line: as many lines as revisions is one each
         if done.returncode == 0 and len(shas) == len(revs) and all(
@@ -296,12 +299,16 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
     """``(HEAD sha, tree sha, dirty)`` of the worktree as it is now: the tree holds tracked,
     modified and untracked files (ignored ones excepted), written through a private index so
     the worktree's own index is untouched; ``dirty`` when it differs from HEAD's tree."""
-    head, head_tree = git(repo, "rev-parse", "HEAD", "HEAD^{tree}").decode().split()
-    if not _changed(repo):  # what the private index would hold is HEAD's tree itself
+    head, changed = _status(repo)
+    if head is None:  # no answer, or no commit yet: ask the long way (which says why)
+        head, head_tree = git(repo, "rev-parse", "HEAD", "HEAD^{tree}").decode().split()
+    else:
+        head_tree = _tree_of(repo, head)
+    if not changed:  # what the private index would hold is HEAD's tree itself
         return head, head_tree, False
     with tempfile.TemporaryDirectory(prefix="portwright-index-") as folder:
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(folder) / "index")}
-        for args in (("read-tree", "HEAD"), ("add", "-A", "--", "."), ("write-tree",)):
+        for args in (("read-tree", head), ("add", "-A", "--", "."), ("write-tree",)):
             done = run(repo, *args, env=env)
             if done.returncode != 0:
                 message = done.stderr.decode("utf-8", "replace").strip()
@@ -312,10 +319,58 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
     return head, tree, tree != head_tree
 
 
-def _changed(repo: Path) -> bool:
-    """Whether the worktree differs from HEAD in anything :func:`snapshot` would write:
-    a staged, modified, deleted or untracked (not ignored) file, or a submodule whose
-    checkout moved (``dirty``: its work tree is not looked into, as no host git does)."""
-    done = run(repo, "--no-optional-locks", "status", "--porcelain", "-z",
-               "--untracked-files=all", "--ignore-submodules=dirty")
-    return done.returncode != 0 or bool(done.stdout)
+def _status(repo: Path) -> tuple[str | None, bool]:
+    """HEAD's sha (None when git does not name one) and whether the worktree differs from
+    HEAD in anything :func:`snapshot` would write: a staged, modified, deleted or untracked
+    (not ignored) file, or a submodule whose checkout moved (``dirty``: its work tree is not
+    looked into, as no host git does). One ``git status``: its headers name HEAD, every
+    other record is a change."""
+    done = run(repo, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch",
+               "--no-ahead-behind", "--untracked-files=all", "--ignore-submodules=dirty")
+    if done.returncode != 0:
+        return None, True
+    head: str | None = None
+    for record in done.stdout.split(b"\0"):
+        if not record:
+            continue
+        if not record.startswith(b"# "):
+            return head, True  # the headers come first: this is a change
+        if record.startswith(b"# branch.oid "):
+            oid = record.removeprefix(b"# branch.oid ").decode("ascii", "replace")
+            head = oid if _FULL_HEX.fullmatch(oid) else None  # "(initial)": no commit yet
+    return head, False
+
+
+_TREES: dict[str, str] = {}
+"""Tree sha of each commit sha looked up so far: fixed by the commit's sha itself."""
+_TREES_LOCK = threading.Lock()
+
+
+def _tree_of(repo: Path, commit: str) -> str:
+    """The tree sha of ``commit`` (a full sha), asked of git once per process."""
+    with _TREES_LOCK:
+        known = _TREES.get(commit)
+    if known is not None:
+        return known
+    tree = git(repo, "rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}"
+               ).decode().strip()
+    _remember_tree(commit, tree)
+    return tree
+
+
+def _remember_tree(commit: str, tree: str) -> None:
+    with _TREES_LOCK:
+        if len(_TREES) >= 4096:
+            _TREES.clear()
+        _TREES[commit] = tree
+
+
+def head_commit(repo: Path) -> str:
+    """The full sha of HEAD, as :func:`rev_parse` ``HEAD`` says it; its tree, read from the
+    same commit object in the same git call, is remembered for the next :func:`snapshot`."""
+    done = run(repo, "log", "-1", "--no-show-signature", "--format=%H %T", "HEAD", "--")
+    shas = done.stdout.decode("utf-8", "replace").split()
+    if done.returncode == 0 and len(shas) == 2 and all(_FULL_HEX.fullmatch(s) for s in shas):
+        _remember_tree(shas[0], shas[1])
+        return shas[0]
+    return rev_parse(repo, "HEAD")

@@ -94,7 +94,7 @@ def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
         raise RepositoryError(f"cannot commit step {step}: "
                               f"{done.stderr.decode('utf-8', 'replace').strip()}",
                               file=worktree, fix="check the run's worktree (git status)")
-    return plumbing.rev_parse(worktree, "HEAD")
+    return plumbing.head_commit(worktree)
 
 
 def changed_paths(worktree: Path) -> list[str]:
@@ -106,7 +106,7 @@ def changed_paths(worktree: Path) -> list[str]:
 
 
 def head(worktree: Path) -> str:
-    return plumbing.rev_parse(worktree, "HEAD")
+    return plumbing.head_commit(worktree)
 
 
 def remove_worktree(repo: Path, folder: Path) -> None:

@@ -52,3 +52,21 @@ def test_rev_parse_many_answers_as_rev_parse(repo: GitRepo, revs: list[str]) -> 
     if revs and revs[0] == "HEAD" and len(revs) == 3:
         assert expected == [repo.git("rev-parse", "HEAD"), repo.git("rev-parse", "HEAD~1"),
                             repo.git("rev-parse", "HEAD")]
+
+
+def test_head_commit_and_the_snapshot_after_it(repo: GitRepo) -> None:
+    head = plumbing.head_commit(repo.path)
+    assert head == repo.git("rev-parse", "HEAD")
+    assert plumbing.snapshot(repo.path) == (head, repo.git("rev-parse", "HEAD^{tree}"), False)
+    repo.write("a.txt", "changed\n")
+    sha, tree, dirty = plumbing.snapshot(repo.path)
+    assert (sha, dirty) == (head, True)
+    assert tree != repo.git("rev-parse", "HEAD^{tree}")
+    repo.commit("third")
+    assert plumbing.snapshot(repo.path) == (repo.git("rev-parse", "HEAD"), tree, False)
+
+
+def test_head_commit_of_a_repository_without_commits(tmp_path: Path) -> None:
+    empty = GitRepo(tmp_path / "empty")
+    with pytest.raises(RevisionError, match="no commits yet"):
+        plumbing.head_commit(empty.path)
