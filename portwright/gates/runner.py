@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from portwright.config import PortwrightConfig
 from portwright.errors import GateFailed, RulesError, UsageError
+from portwright.gates.checks import BUILTINS, RUNS_COMMANDS
 from portwright.gates.command import run_command
 from portwright.gates.models import GateContext, GateResult
 from portwright.rules import Phase, ResolvedGate, Rules
@@ -75,8 +76,6 @@ def run_gate(gate: ResolvedGate, ctx: GateContext, *,
         return GateResult(name=gate.name, passed=record.passed, messages=messages,
                           command=spec.run, record=record)
     assert spec.check is not None
-    from portwright.gates.checks import BUILTINS
-
     started = time.monotonic()
     sha, tree, dirty = snapshot if snapshot is not None else plumbing.snapshot(ctx.repo)
     try:
@@ -123,8 +122,6 @@ def run_gates(
                              file=repo / "AGENTS.md",
                              fix="see the gates with `portwright rules check`")
         gates = [g for g in gates if g.name in names or g.spec.name in names]
-    from portwright.gates.checks import RUNS_COMMANDS
-
     results: list[GateResult] = []
     shared: Snapshot | None = None  # the tree as the checks since the last command see it
     for gate in gates:
