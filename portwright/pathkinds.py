@@ -167,7 +167,7 @@ def _compiled(patterns: tuple[str, ...]) -> _KindMatcher:
             prefixes.append(found[1])
         else:
             rest.append(pattern)
-    sources = [globs.compile_pattern(p).pattern.removesuffix(r"\Z") + r"\Z" for p in rest]
+    sources = [globs.translate(p) for p in rest]
     regex = re.compile("|".join(f"(?:{s})" for s in sources)) if sources else None
     return _KindMatcher(frozenset(names), tuple(suffixes), tuple(prefixes), regex)
 
