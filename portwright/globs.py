@@ -9,6 +9,10 @@ from functools import lru_cache
 
 @lru_cache(maxsize=1024)
 def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(_translate(pattern))
+
+
+def _translate(pattern: str) -> str:
     out = []
     i = 0
     while i < len(pattern):
@@ -27,13 +31,19 @@ def _compile(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    return "".join(out) + r"\Z"
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str]:
     """The regular expression of ``pattern`` (anchored at the end; a trailing ``/`` matches
     everything below that folder)."""
     return _compile(pattern + "**" if pattern.endswith("/") else pattern)
+
+
+def translate(pattern: str) -> str:
+    """The source of :func:`compile_pattern`'s expression, not compiled (to join several
+    into one)."""
+    return _translate(pattern + "**" if pattern.endswith("/") else pattern)
 
 
 def match(path: str, pattern: str) -> bool:

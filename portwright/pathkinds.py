@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 
 from portwright import globs
@@ -126,21 +127,59 @@ def merge_path_kinds(overrides: Mapping[str, list[str]]) -> dict[str, list[str]]
     return merged
 
 
+_BASENAME = re.compile(r"\*\*/([^*?/\[]+)")
+_SUFFIX = re.compile(r"\*\*/\*([^*?/\[]+)")
+_PREFIX = re.compile(r"\*\*/([^*?/\[]+)\*")
+
+
+@dataclass(frozen=True)
+class _KindMatcher:
+    """The globs of one kind: ``**/name``, ``**/*suffix`` and ``**/prefix*`` (most of the
+    defaults) compared on the file name, the rest as one regular expression. Compiling every
+    default glob into a regular expression cost more than classifying a whole tree."""
+
+    names: frozenset[str]
+    suffixes: tuple[str, ...]
+    prefixes: tuple[str, ...]
+    regex: re.Pattern[str] | None
+
+    def match(self, path: str) -> bool:
+        folder, _, name = path.rpartition("/")
+        # ``**/`` is ``(?:.*/)?``: any folders, but no newline in them
+        if "\n" not in folder and (name in self.names or name.endswith(self.suffixes)
+                                   or name.startswith(self.prefixes)):
+            return True
+        return self.regex is not None and self.regex.match(path) is not None
+
+
 @lru_cache(maxsize=256)
-def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    sources = [globs.compile_pattern(p).pattern.removesuffix(r"\Z") + r"\Z" for p in patterns]
-    return re.compile("|".join(f"(?:{s})" for s in sources)) if sources else None
+def _compiled(patterns: tuple[str, ...]) -> _KindMatcher:
+    names: set[str] = set()
+    suffixes: list[str] = []
+    prefixes: list[str] = []
+    rest: list[str] = []
+    for pattern in patterns:
+        if found := _BASENAME.fullmatch(pattern):
+            names.add(found[1])
+        elif found := _SUFFIX.fullmatch(pattern):
+            suffixes.append(found[1])
+        elif found := _PREFIX.fullmatch(pattern):
+            prefixes.append(found[1])
+        else:
+            rest.append(pattern)
+    sources = [globs.translate(p) for p in rest]
+    regex = re.compile("|".join(f"(?:{s})" for s in sources)) if sources else None
+    return _KindMatcher(frozenset(names), tuple(suffixes), tuple(prefixes), regex)
 
 
-def _kind_regexes(path_kinds: Mapping[str, Iterable[str]]
-                  ) -> list[tuple[str, re.Pattern[str] | None]]:
+def _kind_matchers(path_kinds: Mapping[str, Iterable[str]]) -> list[tuple[str, _KindMatcher]]:
     return [(kind, _compiled(tuple(patterns))) for kind, patterns in path_kinds.items()]
 
 
 def classify(path: str, path_kinds: Mapping[str, list[str]]) -> str:
     """The kind of ``path``: the first ``path_kinds`` entry with a matching glob, else
     ``source``."""
-    for kind, regex in _kind_regexes(path_kinds):
-        if regex is not None and regex.match(path):
+    for kind, matcher in _kind_matchers(path_kinds):
+        if matcher.match(path):
             return kind
     return "source"

@@ -10,10 +10,12 @@ never whole files, and cut to the role's token ceiling.
 
 from __future__ import annotations
 
+import collections
 import functools
 import importlib.resources
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -66,22 +68,41 @@ _FULL_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 def _file_text(repo: Path, rev: str, path: str) -> str:
     """Text of ``path`` at ``rev``; read once per process when ``rev`` is a full sha (the
     content is then fixed by the sha itself, whatever repository holds it)."""
+    return _file_texts(repo, rev, [path])[path]
+
+
+_AT_SHA: collections.OrderedDict[tuple[str, str, str], str] = collections.OrderedDict()
+"""Texts of files at full shas, the most recently read last (at most :data:`_AT_SHA_SIZE`)."""
+_AT_SHA_SIZE = 32
+_AT_SHA_LOCK = threading.Lock()
+
+
+def _file_texts(repo: Path, rev: str, paths: Sequence[str]) -> dict[str, str]:
+    """Text of each of ``paths`` at ``rev``, those not yet read in one git call; a missing
+    one is a :class:`ToolError`."""
     where = str(repo)
-    if _FULL_SHA.fullmatch(rev):
-        return _file_at_sha(where, rev, path)
-    return _show(where, rev, path)
-
-
-@functools.lru_cache(maxsize=32)
-def _file_at_sha(repo: str, sha: str, path: str) -> str:
-    return _show(repo, sha, path)
-
-
-def _show(repo: str, rev: str, path: str) -> str:
-    data = plumbing.show(Path(repo), rev, path)
-    if data is None:
-        raise ToolError(f"{path} does not exist at {rev[:12]}")
-    return data.decode("utf-8", "surrogateescape")
+    fixed = _FULL_SHA.fullmatch(rev) is not None
+    texts: dict[str, str] = {}
+    if fixed:
+        with _AT_SHA_LOCK:
+            for path in paths:
+                if (key := (where, rev, path)) in _AT_SHA:
+                    _AT_SHA.move_to_end(key)
+                    texts[path] = _AT_SHA[key]
+    wanted = [p for p in dict.fromkeys(paths) if p not in texts]
+    read = plumbing.show_many(repo, rev, wanted) if wanted else {}
+    for path in wanted:
+        data = read[path]
+        if data is None:
+            raise ToolError(f"{path} does not exist at {rev[:12]}")
+        texts[path] = data.decode("utf-8", "surrogateescape")
+    if fixed and wanted:
+        with _AT_SHA_LOCK:
+            for path in wanted:
+                _AT_SHA[(where, rev, path)] = texts[path]
+            while len(_AT_SHA) > _AT_SHA_SIZE:
+                _AT_SHA.popitem(last=False)
+    return texts
 
 
 def _excerpt(text: str, rev: str, path: str, start: int, end: int, *, side: str,
@@ -109,8 +130,9 @@ def cite_around(repo: Path, rev: str, hits: Sequence[tuple[str, int]], *,
         else:
             spans.append([start, end])
     out: list[Excerpt] = []
+    texts = _file_texts(repo, rev, list(ranges))
     for path, spans in ranges.items():
-        text = _file_text(repo, rev, path)
+        text = texts[path]
         out += [_excerpt(text, rev, path, start, end, side=side, why=why)
                 for start, end in spans]
     return out

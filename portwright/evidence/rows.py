@@ -21,7 +21,7 @@ from portwright.evidence.gapmodels import RowEvidence, SymbolEvidence
 from portwright.evidence.history import HistoryIndex, downstream_index
 from portwright.evidence.lookup import Location, TreeView
 from portwright.project import Project
-from portwright.vcs.plumbing import check_repo, git, rev_parse
+from portwright.vcs.plumbing import check_repo, git, rev_parse_many
 
 
 def _word_regex(symbol: str) -> str:
@@ -34,12 +34,17 @@ def _looks_like_path(symbol: str) -> bool:
     return "/" in symbol or names.strip_extension(symbol) != symbol
 
 
-def _grep(repo: Path, rev: str, symbol: str) -> list[Location]:
-    out = git(repo, "grep", "-n", "-I", "-w", "-F", "-e", symbol, rev, "--", ok_codes=(0, 1))
-    found: list[Location] = []
-    for raw in out.decode("utf-8", "replace").splitlines()[:20]:
-        _rev, path, line, _text = raw.split(":", 3)
-        found.append(Location(path=path, line=int(line), text=symbol))
+def _grep(repo: Path, revs: list[str], symbol: str) -> dict[str, list[Location]]:
+    """The first 20 lines naming ``symbol`` (a whole word) in each of ``revs`` (full shas),
+    one ``git grep`` for all: it prefixes each line with the revision it is from."""
+    unique = list(dict.fromkeys(revs))
+    out = git(repo, "grep", "-n", "-I", "-w", "-F", "-e", symbol, *unique, "--",
+              ok_codes=(0, 1))
+    found: dict[str, list[Location]] = {rev: [] for rev in unique}
+    for raw in out.decode("utf-8", "replace").splitlines():
+        rev, path, line, _text = raw.split(":", 3)
+        if len(found[rev]) < 20:
+            found[rev].append(Location(path=path, line=int(line), text=symbol))
     return found
 
 
@@ -89,8 +94,7 @@ def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
     """The upstream and downstream facts about a row's symbols (see the module docstring)."""
     upstream = check_repo(upstream, "upstream checkout")
     downstream = check_repo(downstream, "downstream repository")
-    pin_sha = rev_parse(upstream, pin)
-    head_sha = rev_parse(upstream, config.upstream.branch)
+    pin_sha, head_sha = rev_parse_many(upstream, [pin, config.upstream.branch])
     index = index if index is not None else downstream_index(Project(downstream, config))
     view = Downstream(downstream, index, config)
     out: list[SymbolEvidence] = []
@@ -98,10 +102,11 @@ def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
         if _looks_like_path(symbol):
             out.append(_path_symbol(symbol, upstream, pin_sha, head_sha, view, config))
             continue
+        at = _grep(upstream, [pin_sha, head_sha], symbol)
         out.append(SymbolEvidence(
             symbol=symbol, is_path=False,
-            upstream_at_pin=_grep(upstream, pin_sha, symbol),
-            upstream_at_head=_grep(upstream, head_sha, symbol),
+            upstream_at_pin=at[pin_sha],
+            upstream_at_head=at[head_sha],
             upstream_changes=git(upstream, "log", "-S", symbol, "--format=%H",
                                  f"{pin_sha}..{head_sha}", "--").decode().split(),
             upstream_touches=git(upstream, "log", f"-G{_word_regex(symbol)}", "--format=%H",

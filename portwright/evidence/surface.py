@@ -46,7 +46,7 @@ from portwright.evidence.surfacemodels import (
     SurfaceReport,
 )
 from portwright.pathkinds import classify, default_path_kinds
-from portwright.vcs.plumbing import check_repo, git, rev_parse, show
+from portwright.vcs.plumbing import check_repo, git, rev_parse, show, show_many
 
 __all__ = ["ItemKind", "SurfaceItem", "SurfaceReport", "enumerate_surface"]
 
@@ -106,9 +106,11 @@ def _candidates(upstream: Path, sha: str, parts: list[str],
                 path_kinds: Mapping[str, list[str]]) -> list[tuple[str, str]]:
     """``(path, dotted name)`` of every definition ``parts`` can mean, tests files last."""
     out: list[tuple[str, str]] = []
-    for path in _grep_files(upstream, sha, parts[-1])[:60]:
+    paths = _grep_files(upstream, sha, parts[-1])[:60]
+    blobs = show_many(upstream, sha, paths)
+    for path in paths:
         language = _language(path)
-        data = show(upstream, sha, path)
+        data = blobs[path]
         if language is None or data is None:
             continue
         out += [(path, dotted) for dotted in _defined_in(language, data, parts)]
@@ -186,9 +188,11 @@ def _tests(upstream: Path, sha: str, name: str, users: set[str], module: str,
     """Tests that reference ``name``, or a same-module user of it (``llama.Model`` for a
     layer of ``llama.py``)."""
     items: list[SurfaceItem] = []
-    for path in _test_paths(upstream, sha, [name, *sorted(users)], path_kinds):
+    paths = _test_paths(upstream, sha, [name, *sorted(users)], path_kinds)
+    blobs = show_many(upstream, sha, paths)
+    for path in paths:
         language = _language(path)
-        data = show(upstream, sha, path)
+        data = blobs[path]
         if language is None or data is None:
             continue
         anchor = _Anchor(path, sha)

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from unidiff.patch import PatchSet
+
 from portwright.errors import RepositoryError, RevisionError
 from portwright.vcs import plumbing
 
@@ -74,8 +76,6 @@ def name_status(repo: Path, base: str, head: str = "HEAD", *, exact: bool = Fals
 
 def added_lines(repo: Path, base: str, path: str, head: str = "HEAD") -> set[int]:
     """Line numbers (at ``head``) of ``path`` that the diff adds or changes."""
-    from unidiff.patch import PatchSet
-
     out = git(repo, "diff", "-U0", "--no-color", base, head, "--", path)
     return {line.target_line_no for patched in PatchSet(out) for hunk in patched
             for line in hunk if line.is_added and line.target_line_no is not None}

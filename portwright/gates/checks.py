@@ -601,3 +601,8 @@ BUILTINS: dict[BuiltinCheck, Callable[[GateContext], GateResult]] = {
     BuiltinCheck.TAMPER: _tamper,
     BuiltinCheck.PROTECTED_PATHS: _protected_paths,
 }
+
+RUNS_COMMANDS: frozenset[BuiltinCheck] = frozenset({BuiltinCheck.RUNTIME_CONFIG})
+"""The checks that run a command in the sandbox (which may change the worktree): the others
+only read it, so consecutive ones of a phase share the snapshot of the tree taken before
+the first (:func:`portwright.gates.runner.run_gates`)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from portwright.config import PortwrightConfig
 from portwright.errors import GateFailed, RulesError, UsageError
+from portwright.gates.checks import BUILTINS, RUNS_COMMANDS
 from portwright.gates.command import run_command
 from portwright.gates.models import GateContext, GateResult
 from portwright.rules import Phase, ResolvedGate, Rules
@@ -32,8 +33,14 @@ logger = logging.getLogger(__name__)
 __all__ = ["GateContext", "run_command", "run_gate", "run_gates"]
 
 
-def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:
-    """Run one gate."""
+Snapshot = tuple[str, str, bool]
+"""``(HEAD sha, tree sha, dirty)`` of the worktree (:func:`portwright.vcs.plumbing.snapshot`)."""
+
+
+def run_gate(gate: ResolvedGate, ctx: GateContext, *,
+             snapshot: Snapshot | None = None) -> GateResult:
+    """Run one gate. A built-in check records the worktree as ``snapshot`` shows it (taken
+    now when not given: pass one only when nothing can have changed the worktree since)."""
     spec = gate.spec
     if spec.run is not None:
         if ctx.sandbox is None:
@@ -69,10 +76,8 @@ def run_gate(gate: ResolvedGate, ctx: GateContext) -> GateResult:
         return GateResult(name=gate.name, passed=record.passed, messages=messages,
                           command=spec.run, record=record)
     assert spec.check is not None
-    from portwright.gates.checks import BUILTINS
-
     started = time.monotonic()
-    sha, tree, dirty = plumbing.snapshot(ctx.repo)
+    sha, tree, dirty = snapshot if snapshot is not None else plumbing.snapshot(ctx.repo)
     try:
         verdict = BUILTINS[spec.check](ctx)
     except UsageError as exc:  # a record the check cannot read fails it, naming the file
@@ -118,12 +123,20 @@ def run_gates(
                              fix="see the gates with `portwright rules check`")
         gates = [g for g in gates if g.name in names or g.spec.name in names]
     results: list[GateResult] = []
+    shared: Snapshot | None = None  # the tree as the checks since the last command see it
     for gate in gates:
         ctx = GateContext(repo=repo, config=config, rules=rules, gate=gate, base=base,
                           changed=changed, sandbox=sandbox, store=store, phase=phase,
                           _upstream=upstream)
         logger.info("gate %s (%s)", gate.name, gate.spec.run or gate.spec.check)
-        results.append(run_gate(gate, ctx))
+        if gate.spec.check is None:
+            results.append(run_gate(gate, ctx))
+            shared = None  # the command may have changed the tree
+            continue
+        shared = shared if shared is not None else plumbing.snapshot(repo)
+        results.append(run_gate(gate, ctx, snapshot=shared))
+        if gate.spec.check in RUNS_COMMANDS:
+            shared = None
     return results
 
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePosixPath
 
+from unidiff.patch import PatchSet
+
 from portwright.globs import match_any
 
 __all__ = ["TamperFlag", "TamperKind", "has_rules", "tamper_flags"]
@@ -322,8 +324,6 @@ def _line_kinds(languages: Sequence[_Language], text: str) -> list[TamperKind]:
 def tamper_flags(diff: str, *, exclude: Sequence[str] = ()) -> list[TamperFlag]:
     """Flags of the lines ``diff`` (unified, as git writes it) adds, outside ``exclude``
     (globs, e.g. the test paths), by file then line."""
-    from unidiff.patch import PatchSet
-
     flags: list[TamperFlag] = []
     for patched in PatchSet(diff):
         path = _unquote(patched.path)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
+from junitparser.junitparser import JUnitXmlError
+
 from portwright.errors import GateFailed
 
 _PYTEST = re.compile(r"^(PASSED|FAILED|ERROR|XPASS)\s+(\S+::\S+)", re.MULTILINE)
@@ -29,9 +32,6 @@ def from_junit(path: Path) -> tuple[list[str], list[str]]:
 
 def from_junit_text(text: str) -> tuple[list[str], list[str]]:
     """:func:`from_junit` of XML given as text."""
-    from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
-    from junitparser.junitparser import JUnitXmlError
-
     try:
         xml = JUnitXml.fromstring(text)
     except (SyntaxError, JUnitXmlError, ValueError) as exc:  # XML parse errors are SyntaxErrors

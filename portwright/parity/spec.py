@@ -45,10 +45,13 @@ from __future__ import annotations
 
 import logging
 from enum import StrEnum
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError
@@ -157,9 +160,6 @@ class Spec(_Model):
 def _front(raw: str | None, path: Path) -> dict[str, Any]:
     if raw is None:
         return {}
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
     try:
         data = YAML(typ="safe", pure=True).load(raw)
     except (YAMLError, ValueError, RecursionError) as exc:
@@ -341,10 +341,6 @@ def render_spec(
 ) -> str:
     """A new spec's text, in the documented layout (surface rows: item, kind, status,
     reason, anchor)."""
-    from io import StringIO
-
-    from ruamel.yaml import YAML
-
     yaml = YAML(typ="rt")
     yaml.default_flow_style = False
     front: dict[str, Any] = {"row": row, "pin": pin, "slice": slice}

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -137,6 +139,24 @@ def rev_parse(repo: Path, rev: str) -> str:
     raise revision_error(repo, rev)
 
 
+def rev_parse_many(repo: Path, revs: list[str]) -> list[str]:
+    """The full commit shas ``revs`` name, in one git call; when one names no commit, the
+    :class:`RevisionError` of :func:`rev_parse` for the first such."""
+    if all(rev.strip() and not rev.startswith("-") for rev in revs):
+        # no --end-of-options: without --verify, rev-parse prints it back; no revision
+        # here starts with "-"
+        done = run(repo, "rev-parse", *(f"{rev}^{{commit}}" for rev in revs))
+        shas = done.stdout.decode("utf-8", "replace").split()
+        # each revision prints at least one line: as many lines as revisions is one each
+        if done.returncode == 0 and len(shas) == len(revs) and all(
+                _FULL_HEX.fullmatch(sha) for sha in shas):
+            return shas
+    return [rev_parse(repo, rev) for rev in revs]
+
+
+_FULL_HEX = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
 def revision_error(repo: Path, rev: str) -> RevisionError:
     """A :class:`RevisionError` saying why ``rev`` names no commit in ``repo``: an empty
     or option-like revision, not a repository, a repository without commits, a tree or
@@ -190,6 +210,47 @@ def show(repo: Path, rev: str, path: str) -> bytes | None:
         return None
 
 
+def show_many(repo: Path, rev: str, paths: list[str]) -> dict[str, bytes | None]:
+    """Bytes of each of ``paths`` at ``rev`` (None when absent), as :func:`show` reads them,
+    in one ``git cat-file --batch`` call; a path the batch cannot name (a newline in it)
+    or that is not a blob there is read by :func:`show`."""
+    batched = [p for p in dict.fromkeys(paths) if "\n" not in p and "\r" not in p]
+    out: dict[str, bytes | None] = {}
+    if batched:
+        done = run(repo, "cat-file", "--batch",
+                   stdin=b"".join(f"{rev}:{p}".encode("utf-8", "surrogateescape") + b"\n"
+                                  for p in batched))
+        if done.returncode == 0:
+            out.update(_batch_blobs(done.stdout, batched))
+    for path in paths:
+        if path not in out:
+            out[path] = show(repo, rev, path)
+    return out
+
+
+def _batch_blobs(data: bytes, paths: list[str]) -> dict[str, bytes | None]:
+    """The blobs of ``cat-file --batch`` output, by the path each request named: None for a
+    missing one; left out when the answer is not a blob (a tree, an ambiguous name)."""
+    blobs: dict[str, bytes | None] = {}
+    pos = 0
+    for path in paths:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            break
+        header = data[pos:end].split()
+        pos = end + 1
+        if header[-1:] == [b"missing"]:
+            blobs[path] = None
+            continue
+        if len(header) != 3 or not header[2].isdigit():
+            continue  # "ambiguous" and the like: no content follows
+        size = int(header[2])
+        if header[1] == b"blob":
+            blobs[path] = data[pos:pos + size]
+        pos += size + 1
+    return blobs
+
+
 def tree_entries(repo: Path, rev: str) -> list[tuple[str, str, str]]:
     """``(mode, blob sha, path)`` of every file in the tree of ``rev`` (mode ``120000`` is a
     symbolic link, ``100755`` an executable)."""
@@ -238,12 +299,16 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
     """``(HEAD sha, tree sha, dirty)`` of the worktree as it is now: the tree holds tracked,
     modified and untracked files (ignored ones excepted), written through a private index so
     the worktree's own index is untouched; ``dirty`` when it differs from HEAD's tree."""
-    head, head_tree = git(repo, "rev-parse", "HEAD", "HEAD^{tree}").decode().split()
-    if not _changed(repo):  # what the private index would hold is HEAD's tree itself
+    head, changed = _status(repo)
+    if head is None:  # no answer, or no commit yet: ask the long way (which says why)
+        head, head_tree = git(repo, "rev-parse", "HEAD", "HEAD^{tree}").decode().split()
+    else:
+        head_tree = _tree_of(repo, head)
+    if not changed:  # what the private index would hold is HEAD's tree itself
         return head, head_tree, False
     with tempfile.TemporaryDirectory(prefix="portwright-index-") as folder:
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(folder) / "index")}
-        for args in (("read-tree", "HEAD"), ("add", "-A", "--", "."), ("write-tree",)):
+        for args in (("read-tree", head), ("add", "-A", "--", "."), ("write-tree",)):
             done = run(repo, *args, env=env)
             if done.returncode != 0:
                 message = done.stderr.decode("utf-8", "replace").strip()
@@ -254,10 +319,58 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
     return head, tree, tree != head_tree
 
 
-def _changed(repo: Path) -> bool:
-    """Whether the worktree differs from HEAD in anything :func:`snapshot` would write:
-    a staged, modified, deleted or untracked (not ignored) file, or a submodule whose
-    checkout moved (``dirty``: its work tree is not looked into, as no host git does)."""
-    done = run(repo, "--no-optional-locks", "status", "--porcelain", "-z",
-               "--untracked-files=all", "--ignore-submodules=dirty")
-    return done.returncode != 0 or bool(done.stdout)
+def _status(repo: Path) -> tuple[str | None, bool]:
+    """HEAD's sha (None when git does not name one) and whether the worktree differs from
+    HEAD in anything :func:`snapshot` would write: a staged, modified, deleted or untracked
+    (not ignored) file, or a submodule whose checkout moved (``dirty``: its work tree is not
+    looked into, as no host git does). One ``git status``: its headers name HEAD, every
+    other record is a change."""
+    done = run(repo, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch",
+               "--no-ahead-behind", "--untracked-files=all", "--ignore-submodules=dirty")
+    if done.returncode != 0:
+        return None, True
+    head: str | None = None
+    for record in done.stdout.split(b"\0"):
+        if not record:
+            continue
+        if not record.startswith(b"# "):
+            return head, True  # the headers come first: this is a change
+        if record.startswith(b"# branch.oid "):
+            oid = record.removeprefix(b"# branch.oid ").decode("ascii", "replace")
+            head = oid if _FULL_HEX.fullmatch(oid) else None  # "(initial)": no commit yet
+    return head, False
+
+
+_TREES: dict[str, str] = {}
+"""Tree sha of each commit sha looked up so far: fixed by the commit's sha itself."""
+_TREES_LOCK = threading.Lock()
+
+
+def _tree_of(repo: Path, commit: str) -> str:
+    """The tree sha of ``commit`` (a full sha), asked of git once per process."""
+    with _TREES_LOCK:
+        known = _TREES.get(commit)
+    if known is not None:
+        return known
+    tree = git(repo, "rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}"
+               ).decode().strip()
+    _remember_tree(commit, tree)
+    return tree
+
+
+def _remember_tree(commit: str, tree: str) -> None:
+    with _TREES_LOCK:
+        if len(_TREES) >= 4096:
+            _TREES.clear()
+        _TREES[commit] = tree
+
+
+def head_commit(repo: Path) -> str:
+    """The full sha of HEAD, as :func:`rev_parse` ``HEAD`` says it; its tree, read from the
+    same commit object in the same git call, is remembered for the next :func:`snapshot`."""
+    done = run(repo, "log", "-1", "--no-show-signature", "--format=%H %T", "HEAD", "--")
+    shas = done.stdout.decode("utf-8", "replace").split()
+    if done.returncode == 0 and len(shas) == 2 and all(_FULL_HEX.fullmatch(s) for s in shas):
+        _remember_tree(shas[0], shas[1])
+        return shas[0]
+    return rev_parse(repo, "HEAD")

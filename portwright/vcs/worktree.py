@@ -80,17 +80,21 @@ def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
              if (not include or match_any(p, include)) and not match_any(p, exclude or [])]
     if paths:
         plumbing.git(worktree, "add", "--all", "--", *(f":(literal){p}" for p in paths))
-    if not allow_empty and plumbing.run(worktree, "diff", "--cached", "--quiet").returncode == 0:
-        return None  # nothing staged
     body = f"{message}\n\n{RUN_TRAILER}: {run_id}\n{STEP_TRAILER}: {step}\n"
     env = {**os.environ, **{k: v for k, v in _IDENTITY.items() if k not in os.environ}}
-    done = plumbing.run(worktree, "commit", "--quiet", "--no-verify", "--allow-empty",
-                        "-F", "-", stdin=body.encode(), env=env)
+    # without allow_empty git itself refuses a commit with nothing staged; whether that is
+    # why it failed is asked only then
+    done = plumbing.run(worktree, "commit", "--quiet", "--no-verify",
+                        *(["--allow-empty"] if allow_empty else []), "-F", "-",
+                        stdin=body.encode(), env=env)
+    if done.returncode != 0 and not allow_empty and \
+            plumbing.run(worktree, "diff", "--cached", "--quiet").returncode == 0:
+        return None  # nothing staged
     if done.returncode != 0:
         raise RepositoryError(f"cannot commit step {step}: "
                               f"{done.stderr.decode('utf-8', 'replace').strip()}",
                               file=worktree, fix="check the run's worktree (git status)")
-    return plumbing.rev_parse(worktree, "HEAD")
+    return plumbing.head_commit(worktree)
 
 
 def changed_paths(worktree: Path) -> list[str]:
@@ -102,7 +106,7 @@ def changed_paths(worktree: Path) -> list[str]:
 
 
 def head(worktree: Path) -> str:
-    return plumbing.rev_parse(worktree, "HEAD")
+    return plumbing.head_commit(worktree)
 
 
 def remove_worktree(repo: Path, folder: Path) -> None:

@@ -111,7 +111,8 @@ AddNode = Callable[[StateGraph[CycleState, Any, CycleState, CycleState], Node, N
 
 def _add_with_retry(graph: StateGraph[CycleState, Any, CycleState, CycleState], name: Node,
                     fn: NodeFn) -> None:
-    graph.add_node(name.value, fn, retry_policy=RetryPolicy(max_attempts=2, retry_on=OSError))
+    graph.add_node(name.value, fn, retry_policy=RetryPolicy(max_attempts=2, retry_on=OSError),
+                   input_schema=CycleState)
 
 
 @functools.cache

@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, StreamMode
 from pydantic import ValidationError
 
@@ -68,10 +70,6 @@ def open_checkpointer(project: Project) -> Iterator[BaseCheckpointSaver[Any]]:
             saver.setup()
             yield saver
         return
-    import sqlite3
-
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
     conn = sqlite3.connect(project.state_dir / CHECKPOINTS, check_same_thread=False)
     # WAL, synchronised at checkpoints of the log rather than at every commit: a write is
     # durable when the process dies (a kill, a crash: what resume is for) and the file is

@@ -45,8 +45,8 @@ def prepare(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         return blocked(f"row {row.id!r} ({row.file}:{row.line}) names no upstream symbol in "
                        "its Upstream column; add the function or class it ports")
     upstream = ctx.project.upstream()
-    pin = plumbing.rev_parse(upstream, read_pin(root, config))
-    target = plumbing.rev_parse(upstream, state.target or config.upstream.branch)
+    pin, target = plumbing.rev_parse_many(
+        upstream, [read_pin(root, config), state.target or config.upstream.branch])
     found = next((r for r in (_surface(upstream, s, target, ctx) for s in symbols)
                   if r is not None), None)
     if found is None:

@@ -23,6 +23,8 @@ from portwright.agents.roles.base import Role, RoleContext
 from portwright.agents.tools import EvidenceSources, Workspace
 from portwright.agents.transcript import Transcript, read_transcript
 from portwright.errors import PortwrightError, UnsafePath, UsageError
+from portwright.gates import run_gates
+from portwright.gates._diff import name_status
 from portwright.gates.models import GateResult
 from portwright.workflows.context import RUN_SOURCE, RunContext, RunSource
 from portwright.workflows.state import CycleState, GateRef, Node, RunStatus, Step
@@ -199,9 +201,6 @@ def run_phase(ctx: RunContext, state: CycleState, phase: str, *,
               sandbox: bool = True) -> list[GateResult]:
     """The gates of ``phase`` on the run's worktree (commands in its sandbox), measured from
     the run's base, recorded in its store."""
-    from portwright.gates import run_gates
-    from portwright.gates._diff import name_status
-
     changed = [c.path for c in name_status(ctx.project.root, state.base)]
     results = run_gates(ctx.rules, phase, sandbox=ctx.sandbox() if sandbox else None,
                         repo=ctx.project.root, config=ctx.project.config, changed=changed,

@@ -253,3 +253,37 @@ def test_command_timeout_fails_the_gate(world: World, sandbox: LocalSandbox) -> 
     assert not record.passed
     assert record.messages == ["timed out after 0.5s and was killed"]
     assert record.duration < 4
+
+
+def test_consecutive_checks_share_one_snapshot(world: World, sandbox: LocalSandbox,
+                                               store: RunStore,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checks only read the tree: consecutive ones record one snapshot, taken before the
+    first; a command (a command gate, the runtime-config check) makes the next one retake
+    it."""
+    from portwright.vcs import plumbing
+
+    taken: list[str] = []
+    original = plumbing.snapshot
+
+    def counted(repo: Path) -> tuple[str, str, bool]:
+        taken.append(str(repo))
+        return original(repo)
+
+    monkeypatch.setattr(plumbing, "snapshot", counted)
+    results = run_gates(world.rules(), "spec", sandbox=None, repo=world.repo,
+                        config=world.config(), store=store)
+    assert [r.name for r in results] == ["anchors", "spec-complete"]
+    assert len(taken) == 1
+    first, second = (r.record for r in results)
+    assert first is not None
+    assert second is not None
+    assert (first.commit, first.tree, first.dirty) == (second.commit, second.tree, second.dirty)
+
+    _rules_with_unit(world)
+    taken.clear()
+    results = run_gates(load_rules(world.repo), "full", sandbox=sandbox, repo=world.repo,
+                        config=world.config(), store=store, only=["unit", "runtime"])
+    # the unit command's own, the runtime-config check's, and the one its command runs on
+    assert [r.name for r in results] == ["unit", "runtime"]
+    assert len(taken) == 3

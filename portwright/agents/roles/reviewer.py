@@ -9,6 +9,7 @@ of the messages passed as ``forbidden`` (the implementer's) reached it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
@@ -47,12 +48,27 @@ def change_since(worktree: Path, base: str, *, text: bool = False,
     every file as text, whatever ``.gitattributes`` says; ``paths`` limits both to those."""
     if paths is not None and not paths:
         return "", []
+    limit = ["--", *paths] if paths is not None else []
+    change = _changed(worktree, base, limit)
+    return (_diff(worktree, change, text=text, limit=limit, untracked=change.untracked),
+            [*change.tracked, *change.untracked])
+
+
+@dataclass(frozen=True)
+class _Change:
+    base: str
+    sha: str
+    """The commit ``base`` names."""
+    tracked: list[str]
+    """Tracked paths that differ from ``sha`` (deleted ones included)."""
+    untracked: list[str]
+    """New files, sorted (ignored ones excepted)."""
+
+
+def _changed(worktree: Path, base: str, limit: list[str]) -> _Change:
     plumbing.check_repo(worktree, "worktree")
     sha = plumbing.rev_parse(worktree, base)
-    options = ["--no-color", "--no-ext-diff", "--no-textconv", *(["--text"] if text else [])]
-    limit = ["--", *paths] if paths is not None else []
     try:
-        diff = _text(plumbing.git(worktree, "diff", sha, *options, *limit))
         names = _text(plumbing.git(worktree, "diff", sha, "--name-only", "--no-renames", "-z",
                                    *limit))
         untracked = _text(plumbing.git(worktree, "ls-files", "--others", "--exclude-standard",
@@ -60,14 +76,26 @@ def change_since(worktree: Path, base: str, *, text: bool = False,
     except RepositoryError as exc:
         raise RevisionError(f"cannot diff the worktree against {base}", file=worktree,
                             fix="pass a revision of this repository") from exc
-    changed = [p for p in names.split("\0") if p]
+    return _Change(base, sha, [p for p in names.split("\0") if p],
+                   sorted(p for p in untracked.split("\0") if p))
+
+
+def _diff(worktree: Path, change: _Change, *, text: bool, limit: list[str],
+          untracked: list[str]) -> str:
+    """The diff of the worktree against the change's base (limited by the pathspecs of
+    ``limit``), then each file of ``untracked`` shown as new."""
+    options = ["--no-color", "--no-ext-diff", "--no-textconv", *(["--text"] if text else [])]
+    try:
+        diff = _text(plumbing.git(worktree, "diff", change.sha, *options, *limit))
+    except RepositoryError as exc:
+        raise RevisionError(f"cannot diff the worktree against {change.base}", file=worktree,
+                            fix="pass a revision of this repository") from exc
     pieces = [diff] if diff else []
-    for path in sorted(p for p in untracked.split("\0") if p):
+    for path in untracked:
         # exit status 1 means "they differ", the normal case here
         pieces.append(_text(plumbing.run(worktree, "diff", "--no-index", *options, "--",
                                          "/dev/null", path).stdout))
-        changed.append(path)
-    return "\n".join(pieces), changed
+    return "\n".join(pieces)
 
 
 def _text(out: bytes) -> str:
@@ -81,9 +109,14 @@ def context_from_change(worktree: Path, base: str, *, rules: Rules, row: str, sp
     """The reviewer's fresh context: the spec, the diff git shows, the framework's evidence,
     the tamper flags of the change outside ``tests`` (globs) and the rules that apply to the
     changed paths. Nothing of the implementer's turn."""
-    diff, paths = change_since(worktree, base)
+    change = _changed(worktree, base, [])  # one look at the index for both diffs
+    diff = _diff(worktree, change, text=False, limit=[], untracked=change.untracked)
+    paths = [*change.tracked, *change.untracked]
     scanned = [p for p in paths if has_rules(p) and not match_any(p, tests)]
-    flags = tamper_flags(change_since(worktree, base, text=True, paths=scanned)[0])
+    chosen = set(scanned)
+    flags = tamper_flags(_diff(
+        worktree, change, text=True, limit=["--", *scanned],
+        untracked=[p for p in change.untracked if p in chosen]) if scanned else "")
     return ReviewerContext(rules_prose=rules.prose_for(paths), row=row, spec=spec, diff=diff,
                            evidence=evidence, tamper_flags=flags, excerpts=list(excerpts))
 

@@ -1,0 +1,50 @@
+"""``worktree.commit_step``: one commit per step of a run, found again on a second call,
+none when the step changed nothing (unless asked for)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from portwright.errors import RepositoryError
+from portwright.vcs import worktree
+from tests.conftest import GitRepo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> GitRepo:
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit("first", {"a.txt": "a\n", ".gitignore": "build/\n"})
+    return repo
+
+
+def test_commits_a_step_once(repo: GitRepo) -> None:
+    repo.write("b.txt", "b\n")
+    sha = worktree.commit_step(repo.path, "r1", "write", "write b")
+    assert sha == repo.git("rev-parse", "HEAD")
+    repo.write("c.txt", "c\n")
+    assert worktree.commit_step(repo.path, "r1", "write", "again") == sha
+
+
+def test_nothing_changed_is_no_commit(repo: GitRepo) -> None:
+    head = repo.git("rev-parse", "HEAD")
+    repo.write("build/out.o", "ignored\n")
+    assert worktree.commit_step(repo.path, "r1", "idle", "nothing") is None
+    assert repo.git("rev-parse", "HEAD") == head
+    repo.write("skipped.txt", "excluded\n")
+    assert worktree.commit_step(repo.path, "r1", "idle", "nothing",
+                                exclude=["skipped.txt"]) is None
+    assert repo.git("rev-parse", "HEAD") == head
+    empty = worktree.commit_step(repo.path, "r1", "idle", "empty", exclude=["skipped.txt"],
+                                 allow_empty=True)
+    assert empty is not None
+    assert empty != head
+    assert repo.git("rev-parse", "HEAD~1") == head
+
+
+def test_a_failing_commit_is_an_error(repo: GitRepo) -> None:
+    repo.write("b.txt", "b\n")
+    (repo.path / ".git" / "index.lock").write_text("")  # another git holds the index
+    with pytest.raises(RepositoryError):
+        worktree.commit_step(repo.path, "r1", "write", "write b")

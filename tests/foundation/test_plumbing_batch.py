@@ -1,0 +1,72 @@
+"""One git process for many reads: ``show_many`` answers as ``show`` does, ``rev_parse_many``
+as ``rev_parse`` does (its error included)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from portwright.errors import RevisionError
+from portwright.vcs import plumbing
+from tests.conftest import GitRepo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> GitRepo:
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit("first", {"a.txt": "a\n", "dir/b c.txt": "b\n", "dir/d/e.txt": "e\n"})
+    (repo.path / "link").symlink_to("a.txt")
+    repo.commit("second", {"a.txt": "a2\n"})
+    return repo
+
+
+def test_show_many_reads_as_show_does(repo: GitRepo) -> None:
+    paths = ["a.txt", "dir/b c.txt", "missing.txt", "dir", "link", "a.txt", "new\nline"]
+    for rev in ("HEAD", "HEAD~1", repo.git("rev-parse", "HEAD")):
+        got = plumbing.show_many(repo.path, rev, paths)
+        assert got == {p: plumbing.show(repo.path, rev, p) for p in paths}
+    assert plumbing.show_many(repo.path, "HEAD", ["a.txt"]) == {"a.txt": b"a2\n"}
+    assert plumbing.show_many(repo.path, "HEAD", []) == {}
+
+
+def test_show_many_of_an_unknown_revision_is_all_absent(repo: GitRepo) -> None:
+    assert plumbing.show_many(repo.path, "nope", ["a.txt"]) == {"a.txt": None}
+
+
+def _answer(parse: Callable[[], list[str]]) -> list[str] | str:
+    try:
+        return parse()
+    except RevisionError as exc:
+        return exc.message
+
+
+@pytest.mark.parametrize("revs", [
+    ["HEAD", "HEAD~1", "main"], [], ["HEAD~1..HEAD", "HEAD"], ["HEAD^@", "HEAD"],
+    ["HEAD^!"], ["^HEAD"], ["nope", "HEAD"], ["HEAD", "-x"], ["HEAD", ""],
+    ["HEAD", "HEAD^{tree}"], ["HEAD:a.txt"]])
+def test_rev_parse_many_answers_as_rev_parse(repo: GitRepo, revs: list[str]) -> None:
+    expected = _answer(lambda: [plumbing.rev_parse(repo.path, rev) for rev in revs])
+    assert _answer(lambda: plumbing.rev_parse_many(repo.path, revs)) == expected
+    if revs and revs[0] == "HEAD" and len(revs) == 3:
+        assert expected == [repo.git("rev-parse", "HEAD"), repo.git("rev-parse", "HEAD~1"),
+                            repo.git("rev-parse", "HEAD")]
+
+
+def test_head_commit_and_the_snapshot_after_it(repo: GitRepo) -> None:
+    head = plumbing.head_commit(repo.path)
+    assert head == repo.git("rev-parse", "HEAD")
+    assert plumbing.snapshot(repo.path) == (head, repo.git("rev-parse", "HEAD^{tree}"), False)
+    repo.write("a.txt", "changed\n")
+    sha, tree, dirty = plumbing.snapshot(repo.path)
+    assert (sha, dirty) == (head, True)
+    assert tree != repo.git("rev-parse", "HEAD^{tree}")
+    repo.commit("third")
+    assert plumbing.snapshot(repo.path) == (repo.git("rev-parse", "HEAD"), tree, False)
+
+
+def test_head_commit_of_a_repository_without_commits(tmp_path: Path) -> None:
+    empty = GitRepo(tmp_path / "empty")
+    with pytest.raises(RevisionError, match="no commits yet"):
+        plumbing.head_commit(empty.path)
