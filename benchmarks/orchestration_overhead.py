@@ -2,9 +2,18 @@
 
 Runs the demo — the whole port cycle on the rmsnorm → rmsnorm-cpp example's missing row,
 agents replayed from ``examples/rmsnorm/demo.cassette.jsonl``, gates in the Docker
-sandbox — ``--repeat`` times, each run in a fresh interpreter (as ``portwright run`` is:
-no run profits from another's warm caches, lazily imported modules or compiled graph),
-and splits each run's wall time (from ``driver.start`` to its return) into:
+sandbox — in ``--repeat`` pairs, each run in a fresh interpreter (as ``portwright run`` is:
+no run profits from another's compiled graph, lazily imported modules or other in-process
+caches):
+
+* **cold**: the first run in a new project (the example just built) and a new state folder:
+  the checkpoint database, the history index and the like are made by this run;
+* **warm**: a second run of the same row in the same project and state folder, as every
+  run after the first is for a team running its port every night: what the state folder
+  keeps (checkpoint database, history index) is there, and so are caches of this user's
+  (Python's bytecode, the prompt templates').
+
+It splits each run's wall time (from ``driver.start`` to its return) into:
 
 * **sandbox**: time spent inside the sandbox's own interface — choosing the backend
   (the engine's ping), opening it (image check, handing the worktree over, creating and
@@ -24,7 +33,7 @@ times noisy: compare runs interleaved, not across hours). Importing portwright b
 run (``imports_s``) is reported apart: it is paid once per process, before any run.
 Goal: overhead ≤ 5 % of the wall time. Writes ``benchmarks/results/orchestration_overhead.json``.
 
-    python benchmarks/orchestration_overhead.py [--repeat 5]
+    python benchmarks/orchestration_overhead.py [--repeat 5]   # 5 cold and 5 warm runs
 """
 
 from __future__ import annotations
@@ -178,12 +187,14 @@ def _instrumented(replay: Any, model: Timed, checkpoint: Timed, writes: Timed,
             setattr(owner, name, value)
 
 
-def one_run(scratch: Path, number: int) -> dict[str, Any]:
-    """One run of the demo in this (fresh) process."""
+def one_run(scratch: Path, number: int, *, warm: bool) -> dict[str, Any]:
+    """One run of the demo in this (fresh) process: the first in a new project and state
+    folder (cold), or a later one in the project and state folder of run ``number``'s cold
+    run (warm)."""
     began_imports = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "examples" / "rmsnorm"))
-    from build import build
+    from build import DOWNSTREAM, build
 
     from portwright.agents.offline import ReplayModel
     from portwright.project import Project
@@ -191,16 +202,18 @@ def one_run(scratch: Path, number: int) -> dict[str, Any]:
     from portwright.workflows.state import RunStatus
 
     imports = time.perf_counter() - began_imports
-    example = build(scratch / f"run-{number}")
+    example = build(scratch / f"run-{number}") if not warm else None
+    downstream = example.downstream if example else scratch / f"run-{number}" / DOWNSTREAM
     os.environ["PORTWRIGHT_STATE_DIR"] = str(scratch / f"state-{number}")
-    project = Project.load(example.downstream, at="HEAD")
+    project = Project.load(downstream, at="HEAD")
     model, checkpoint, writes, sandbox = Timed(), Timed(), Timed(), Timed()
     replay = ReplayModel(CASSETTE)
     processes = Subprocesses()
     load_before = os.getloadavg()[0]
     with _instrumented(replay, model, checkpoint, writes, sandbox), processes.counting():
         cpu, began = time.process_time(), time.perf_counter()
-        result = driver.start(project, ROW, lambda event: None, run_id=f"bench-{number}",
+        result = driver.start(project, ROW, lambda event: None,
+                              run_id=f"bench-{number}-{'warm' if warm else 'cold'}",
                               client=replay)
         wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     if result.status is not RunStatus.DONE:
@@ -238,42 +251,53 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _child(scratch: str, number: int, warm: bool) -> dict[str, Any]:
+    args = [sys.executable, __file__, "--one", str(number), "--scratch", scratch]
+    done = subprocess.run([*args, *(["--warm"] if warm else [])], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(done.returncode)
+    run: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"run {number + 1} {'warm' if warm else 'cold'}: wall {run['wall_s']:.2f} s = "
+          f"sandbox {run['sandbox_s']:.2f} s + model {run['model_s']:.3f} s + overhead "
+          f"{run['overhead_s']:.2f} s ({run['overhead_pct']:.1f} %); "
+          f"{run['git_processes']} git processes ({run['git_s']:.2f} s); "
+          f"load {run['load_average'][0]:.1f}")
+    return run
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="pairs of runs: a cold one, then a warm one in its project")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--no-write", action="store_true",
                         help="print the figures, do not write the result file")
     args = parser.parse_args()
     if args.one is not None:  # a child: one run, its figures as the last line
-        print(json.dumps(one_run(args.scratch, args.one)))
+        print(json.dumps(one_run(args.scratch, args.one, warm=args.warm)))
         return 0
-    runs = []
+    runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
     with tempfile.TemporaryDirectory(prefix="portwright-bench-") as scratch:
-        for number in range(args.repeat):
-            done = subprocess.run([sys.executable, __file__, "--one", str(number), "--scratch",
-                                   scratch], capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                sys.stderr.write(done.stdout + done.stderr)
-                return done.returncode
-            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-            run = runs[-1]
-            print(f"run {number + 1}: wall {run['wall_s']:.2f} s = sandbox "
-                  f"{run['sandbox_s']:.2f} s + model {run['model_s']:.3f} s + overhead "
-                  f"{run['overhead_s']:.2f} s ({run['overhead_pct']:.1f} %); "
-                  f"{run['git_processes']} git processes ({run['git_s']:.2f} s); "
-                  f"load {run['load_average'][0]:.1f}")
-    summary = _summary(runs)
-    print(f"median: wall {summary['wall_s_median']:.2f} s, overhead "
-          f"{summary['overhead_s_median']:.2f} s ({summary['overhead_pct_median']:.1f} %); "
-          f"checkpoint write p50 {summary['checkpoint_write_ms_p50']:.2f} ms, p90 "
-          f"{summary['checkpoint_write_ms_p90']:.2f} ms; imports before the run "
-          f"{summary['imports_s_median']:.2f} s")
+        for number in range(args.repeat):  # interleaved: the machine's load touches both
+            runs["cold"].append(_child(scratch, number, warm=False))
+            runs["warm"].append(_child(scratch, number, warm=True))
+    summaries = {kind: _summary(of_kind) for kind, of_kind in runs.items()}
+    for kind, summary in summaries.items():
+        print(f"median {kind}: wall {summary['wall_s_median']:.2f} s, overhead "
+              f"{summary['overhead_s_median']:.2f} s ({summary['overhead_pct_median']:.1f} %)"
+              f"; {summary['git_processes_median']:.0f} git processes; checkpoint write "
+              f"p50 {summary['checkpoint_write_ms_p50']:.2f} ms, p90 "
+              f"{summary['checkpoint_write_ms_p90']:.2f} ms; imports before the run "
+              f"{summary['imports_s_median']:.2f} s")
     if not args.no_write:
-        RESULT.write_text(json.dumps({"machine": {"python": platform.python_version(),
-                                                  "cpus": os.cpu_count()},
-                                      "summary": summary, "runs": runs}, indent=2) + "\n")
+        RESULT.write_text(json.dumps({
+            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+            "summary": summaries, "runs": runs}, indent=2) + "\n")
         print(f"wrote {RESULT.relative_to(ROOT)}")
     return 0
 

@@ -299,7 +299,7 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
     """``(HEAD sha, tree sha, dirty)`` of the worktree as it is now: the tree holds tracked,
     modified and untracked files (ignored ones excepted), written through a private index so
     the worktree's own index is untouched; ``dirty`` when it differs from HEAD's tree."""
-    head, changed = _status(repo)
+    head, changed = status(repo)
     if head is None:  # no answer, or no commit yet: ask the long way (which says why)
         head, head_tree = git(repo, "rev-parse", "HEAD", "HEAD^{tree}").decode().split()
     else:
@@ -319,7 +319,7 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
     return head, tree, tree != head_tree
 
 
-def _status(repo: Path) -> tuple[str | None, bool]:
+def status(repo: Path) -> tuple[str | None, bool]:
     """HEAD's sha (None when git does not name one) and whether the worktree differs from
     HEAD in anything :func:`snapshot` would write: a staged, modified, deleted or untracked
     (not ignored) file, or a submodule whose checkout moved (``dirty``: its work tree is not

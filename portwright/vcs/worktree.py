@@ -62,7 +62,12 @@ def find_step(worktree: Path, run_id: str, step: str) -> str | None:
 
 def reset_to_head(worktree: Path) -> None:
     """Drop uncommitted changes and untracked files (ignored ones stay): what a step left
-    half-done before a crash; the step starts again from its last commit."""
+    half-done before a crash; the step starts again from its last commit. A worktree that
+    ``git status`` finds clean is left as it is (one git process instead of two: most
+    steps start where the last one committed)."""
+    head, dirty = plumbing.status(worktree)
+    if head is not None and not dirty:
+        return
     plumbing.git(worktree, "reset", "--quiet", "--hard", "HEAD")
     plumbing.git(worktree, "clean", "--quiet", "-fd")
 

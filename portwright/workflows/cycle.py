@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -42,6 +42,7 @@ from portwright.workflows.state import CycleState, Node, RunStatus
 from portwright.workflows.steps import NodeFn, Update
 
 Router = Callable[[CycleState], str]
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _blocked_or(then: str) -> Router:
@@ -111,8 +112,18 @@ AddNode = Callable[[StateGraph[CycleState, Any, CycleState, CycleState], Node, N
 
 def _add_with_retry(graph: StateGraph[CycleState, Any, CycleState, CycleState], name: Node,
                     fn: NodeFn) -> None:
-    graph.add_node(name.value, fn, retry_policy=RetryPolicy(max_attempts=2, retry_on=OSError),
+    graph.add_node(name.value, _opaque(fn),
+                   retry_policy=RetryPolicy(max_attempts=2, retry_on=OSError),
                    input_schema=CycleState)
+
+
+def _opaque(fn: _F) -> _F:
+    """``fn`` as LangGraph runs it (same signature, same call), minus what it inspects when
+    it compiles a graph: a plain function's globals and bytecode, walked for subgraphs (the
+    cycle's nodes hold none), and a router's type hints, evaluated to infer an input schema
+    (a router reads the graph's own state). Compiling the cycle took 50 ms that way, 12 ms
+    this way: paid by every run, in a fresh process."""
+    return cast(_F, functools.partial(fn))
 
 
 @functools.cache
@@ -178,7 +189,7 @@ def assemble_cycle(add_node: AddNode = _add_with_retry,
         Node.APPROVE_PR: nodes_finish.route_after_pr_approval,
     }
     for source, router in edges.items():
-        graph.add_conditional_edges(source.value, route(router) if route else router)
+        graph.add_conditional_edges(source.value, route(router) if route else _opaque(router))
     graph.add_edge(Node.OPEN_PR.value, END)
     graph.add_edge(Node.BLOCKED.value, END)
     return graph

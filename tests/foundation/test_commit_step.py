@@ -48,3 +48,30 @@ def test_a_failing_commit_is_an_error(repo: GitRepo) -> None:
     (repo.path / ".git" / "index.lock").write_text("")  # another git holds the index
     with pytest.raises(RepositoryError):
         worktree.commit_step(repo.path, "r1", "write", "write b")
+
+
+@pytest.mark.parametrize("leftover", ["modified", "staged", "untracked", "deleted"])
+def test_reset_to_head_drops_what_a_step_left(repo: GitRepo, leftover: str) -> None:
+    repo.write("build/out.o", "ignored\n")
+    if leftover == "modified":
+        repo.write("a.txt", "changed\n")
+    elif leftover == "staged":
+        repo.write("n.txt", "new\n")
+        repo.git("add", "n.txt")
+    elif leftover == "untracked":
+        repo.write("deep/er/u.txt", "u\n")
+    else:
+        (repo.path / "a.txt").unlink()
+    worktree.reset_to_head(repo.path)
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
+    assert (repo.path / "a.txt").read_text() == "a\n"
+    assert (repo.path / "build" / "out.o").read_text() == "ignored\n"  # ignored files stay
+
+
+def test_reset_to_head_leaves_a_clean_tree_alone(repo: GitRepo) -> None:
+    repo.write("build/out.o", "ignored\n")
+    index = repo.path / ".git" / "index"
+    before = index.stat().st_mtime_ns
+    worktree.reset_to_head(repo.path)
+    assert index.stat().st_mtime_ns == before  # no reset rewrote the index
+    assert (repo.path / "build" / "out.o").exists()
