@@ -129,8 +129,7 @@ class Project:
 
     @cached_property
     def _common_dir(self) -> Path:
-        out = plumbing.git(self.root, "rev-parse", "--path-format=absolute", "--git-common-dir")
-        return Path(out.decode().strip())
+        return plumbing.common_dir(self.root)
 
     @cached_property
     def main_root(self) -> Path:

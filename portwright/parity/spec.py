@@ -43,6 +43,8 @@ answers are ``[spec] questions``.
 
 from __future__ import annotations
 
+import copy
+import functools
 import logging
 from enum import StrEnum
 from io import StringIO
@@ -157,11 +159,18 @@ class Spec(_Model):
     """Line of the front matter's first key (0: no front matter)."""
 
 
+@functools.lru_cache(maxsize=64)
+def _load_yaml(raw: str) -> Any:
+    """The front matter's data: a run reads one spec in several checks, and the pure YAML
+    parser costs some milliseconds each time (callers get a copy)."""
+    return YAML(typ="safe", pure=True).load(raw)
+
+
 def _front(raw: str | None, path: Path) -> dict[str, Any]:
     if raw is None:
         return {}
     try:
-        data = YAML(typ="safe", pure=True).load(raw)
+        data = copy.deepcopy(_load_yaml(raw))
     except (YAMLError, ValueError, RecursionError) as exc:
         # ValueError: a value YAML cannot build (2001-02-30); RecursionError: nesting
         mark = getattr(exc, "problem_mark", None)

@@ -188,8 +188,7 @@ def _config_error(source: EnvSource, commit: str, key: str, message: str,
 
 
 def _repo_name(repo: Path) -> str:
-    out = plumbing.git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
-    common = Path(out.decode().strip())
+    common = plumbing.common_dir(repo)
     name = common.parent.name if common.name == ".git" else common.name.removesuffix(".git")
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "repo"
 

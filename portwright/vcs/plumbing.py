@@ -47,6 +47,28 @@ def hardened_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+_COMMON_DIRS: dict[Path, Path] = {}
+_COMMON_DIRS_LOCK = threading.Lock()
+
+
+def common_dir(repo: Path) -> Path:
+    """The absolute git directory that ``repo`` shares with its other worktrees (``.git``
+    of the main worktree), asked of git once per folder and process: every project loaded
+    from a run's worktree, and every run of a project, needs it for its state folder."""
+    key = repo.resolve()
+    with _COMMON_DIRS_LOCK:
+        known = _COMMON_DIRS.get(key)
+    if known is not None and known.is_dir():
+        return known
+    found = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+                 .decode().strip())
+    with _COMMON_DIRS_LOCK:
+        if len(_COMMON_DIRS) >= 1024:
+            _COMMON_DIRS.clear()
+        _COMMON_DIRS[key] = found
+    return found
+
+
 def version() -> str:
     """What ``git --version`` says (``git version 2.43.0``)."""
     try:
