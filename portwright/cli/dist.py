@@ -148,6 +148,16 @@ def start_sync(proj: Project, asked: SyncRequest, sync_id: str, on_event: Any) -
     return str(snapshot.failure)
 
 
+def still_running(proj: Project, run_id: str) -> bool:
+    """Whether Temporal drives ``run_id`` and its workflow has not ended."""
+    if not drives(proj, run_id):
+        return False
+    _require_extra()
+    from portwright.dist import client
+
+    return bool(client.run_sync(client.running(proj, run_id)))
+
+
 def worker(
     queue: Annotated[str | None, typer.Option(
         "--queue", "-q", help="Task queue to poll (default: [temporal] task_queue); one per "

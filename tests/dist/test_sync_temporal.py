@@ -221,3 +221,59 @@ def test_killed_worker_leaves_the_sync_to_the_other(
         assert _containers(run_id) == [], run_id
     status = json.loads(pw(world.repo, "status", "sync-k", "--json").stdout)
     assert (status["status"], status["next"]) == ("done", [])
+
+
+def _terminate(address: str, workflow_id: str) -> None:
+    import asyncio
+
+    from temporalio.client import Client
+
+    async def end() -> None:
+        client = await Client.connect(address)
+        await client.get_workflow_handle(workflow_id).terminate(reason="the test ends it")
+
+    asyncio.run(end())
+
+
+def test_a_sync_whose_workflow_ended_resumes_here_from_its_checkpoint(
+        make_repo: Callable[[str], GitRepo], httpserver: HTTPServer,
+        start_worker: Callable[..., Worker], temporal_env: dict[str, str]) -> None:
+    """The workflow's checkpoints are the project's: with the port runs fanned out and one
+    of them cut short (its worker killed, the workflow terminated), ``portwright resume``
+    continues the sync locally from the last checkpoint, port tasks (``Send``) included."""
+    world = build_sync_world(make_repo)
+    config = (world.repo / "portwright.toml").read_text() + model_config(httpserver)
+    world.downstream.commit("model endpoint", {"portwright.toml": config})
+    held = HeldImplementer(world)
+    httpserver.expect_request(PATH, method="POST").respond_with_handler(held)
+    worker = start_worker(world.repo)
+    sync = subprocess.Popen([sys.executable, "-m", "portwright", "-C", str(world.repo),
+                             "sync", "--engine", "temporal", "--to", world.head,
+                             "--sync-id", "sync-r", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert held.arrived.wait(timeout=300), "no port run reached its implementer"
+        early = pw(world.repo, "resume", "sync-r")
+        assert early.returncode == 2, early.stdout + early.stderr
+        assert "its workflow still runs" in early.stderr
+        status = json.loads(pw(world.repo, "status", "sync-r", "--json").stdout)
+        assert status["status"] == "running"
+        assert status["next"] == ["port"] * 3, status  # one task (a Send) per row
+        worker.kill()
+        _terminate(temporal_env["PORTWRIGHT_TEMPORAL__ADDRESS"], "sync-r")
+        held.release.set()
+        out, err = sync.communicate(timeout=120)
+    finally:
+        held.release.set()
+        if sync.poll() is None:
+            sync.kill()
+    assert sync.returncode == 1, out[-3000:] + err[-3000:]
+    assert "the workflow ended without finishing" in err
+    resumed = pw(world.repo, "resume", "sync-r", "--json", timeout=480)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    outcome = final(resumed)
+    assert (outcome["status"], outcome["pin_moved"]) == ("done", True), outcome
+    state = json.loads(pw(world.repo, "report", "sync-r", "--json").stdout)["state"]
+    check_complete(world, state)
+    for run_id in ["sync-r", *(p["run_id"] for p in state["ports"].values())]:
+        assert _containers(run_id) == [], run_id
