@@ -79,10 +79,9 @@ def sync_ids(project: Project) -> list[str]:
     return [p.name for p in sorted(found, key=lambda p: (p / "run.json").stat().st_mtime)]
 
 
-def check_target(project: Project, to: str) -> tuple[str, str]:
+def resolve_target(project: Project, to: str) -> tuple[str, str]:
     """``(pin, target)`` as full upstream shas: ``to`` must name an upstream commit that
-    descends from the recorded pin; the downstream checkout must have no uncommitted
-    change to a tracked file (a sync works from HEAD)."""
+    descends from the recorded pin."""
     from portwright.evidence.gap import upstream_repo
     from portwright.parity.pin import resolve_pin
 
@@ -99,6 +98,13 @@ def check_target(project: Project, to: str) -> tuple[str, str]:
             "only moves the pin forward along upstream's history", file=upstream, key="--to",
             fix=f"pass a revision that contains {pin[:12]} (`git -C {upstream} branch "
                 f"--contains {pin[:12]}`)")
+    return pin, target
+
+
+def check_target(project: Project, to: str) -> tuple[str, str]:
+    """:func:`resolve_target`, and the downstream checkout must have no uncommitted change
+    to a tracked file (a sync works from HEAD)."""
+    pin, target = resolve_target(project, to)
     dirty = plumbing.git(project.root, "status", "--porcelain", "--untracked-files=no"
                          ).decode("utf-8", "replace").splitlines()
     if dirty:
@@ -278,5 +284,5 @@ def publish(project: Project, sync_id: str, on_event: OnEvent) -> SyncView:
         return view(project, sync_id, saver, graph=graph)
 
 
-__all__ = ["SyncView", "check_target", "is_sync", "open_sync", "publish", "resume", "start",
-           "sync_context", "sync_ids", "view"]
+__all__ = ["SyncView", "check_target", "is_sync", "open_sync", "publish", "resolve_target",
+           "resume", "start", "sync_context", "sync_ids", "view"]

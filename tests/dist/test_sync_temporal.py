@@ -122,9 +122,27 @@ def test_sync_engine_temporal_and_bad_schedules(
     unknown = pw(world.repo, "schedule", "create", "--cron", "0 3 * * *", "sync", "--nope")
     assert unknown.returncode == 2, unknown.stdout + unknown.stderr
     assert "--nope" in unknown.stderr
-    badrev = pw(world.repo, "sync", "--engine", "temporal", "--to", "no-such-rev")
-    assert badrev.returncode == 2, badrev.stdout + badrev.stderr
-    assert "Traceback" not in badrev.stderr
+    # bad input is refused before any workflow starts, with the local engine's error
+    for bad in (["sync", "--to", "no-such-rev"], ["run", "no-such-row"]):
+        here = pw(world.repo, *bad, "--engine", "local")
+        there = pw(world.repo, *bad, "--engine", "temporal")
+        assert (here.returncode, there.returncode) == (2, 2), here.stderr + there.stderr
+        assert there.stderr == here.stderr
+        assert "Traceback" not in there.stderr
+    assert "--to 'no-such-rev'" in pw(world.repo, "sync", "--engine", "temporal", "--to",
+                                      "no-such-rev").stderr
+    scheduled = pw(world.repo, "schedule", "create", "--cron", "0 3 * * *", "sync", "--to",
+                   "no-such-rev")
+    assert scheduled.returncode == 2, scheduled.stdout + scheduled.stderr
+    assert "--to 'no-such-rev'" in scheduled.stderr
+    scheduled = pw(world.repo, "schedule", "create", "--cron", "0 3 * * *", "run",
+                   "no-such-row")
+    assert scheduled.returncode == 2, scheduled.stdout + scheduled.stderr
+    assert "no-such-row" in scheduled.stderr
+    listed = json.loads(pw(world.repo, "schedule", "list", "--json").stdout)
+    assert [s for s in listed if "no-such" in s["command"]] == []
+    assert not Project.load(world.repo).runs_dir.is_dir() \
+        or list(Project.load(world.repo).runs_dir.iterdir()) == []
     start_worker(world.repo)
     done = pw(world.repo, "sync", "--engine", "temporal", "--to", world.head,
               "--sync-id", "sync-t", "--json", timeout=480)
