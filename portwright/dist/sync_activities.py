@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
-import logging
 import os
 from collections.abc import Callable
 from datetime import timedelta
@@ -55,8 +54,6 @@ from portwright.workflows import sync_driver
 from portwright.workflows.driver import _serde, open_checkpointer
 from portwright.workflows.sync import SyncContext, assemble_sync
 from portwright.workflows.sync_state import PortTask, SyncNode, SyncState
-
-logger = logging.getLogger(__name__)
 
 Update = dict[str, Any]
 

@@ -13,6 +13,10 @@ checkpoints, so ``portwright approve CHILD`` answers it like any run, ``resume``
 it after a crash, and the sync — resumed or re-entered — reads a finished child's result
 instead of running it again. How many port runs go at once is LangGraph's
 ``max_concurrency`` (``[sync] concurrency``, ``--concurrency``).
+
+:func:`assemble_sync` builds the graph for both engines: locally with LangGraph's retry on
+``OSError``; on Temporal every node is placed as an activity of the LangGraph plugin, the
+routers made awaitable, the same edges and ``Send`` fan-out.
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ AddNode = Callable[[SyncGraph, SyncNode, Callable[..., Any]], None]
 """Places one node of the sync into the graph (:func:`assemble_sync`)."""
 
 _NO_RETRY = (SyncNode.PORT, SyncNode.FINISH)
-"""Nodes LangGraph never retries: a port run resumes itself, ``finish`` publishes."""
+"""Nodes placed without LangGraph's retry: ``port`` (its run of the cycle retries its own
+nodes) and ``finish`` (it opens the pull request)."""
 
 
 def _add_with_retry(graph: SyncGraph, name: SyncNode, fn: Callable[..., Any]) -> None:
