@@ -170,8 +170,8 @@ def worker(
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")]
     = False,
 ) -> None:
-    """Run a Temporal worker: it takes runs of the port cycle and their nodes from the task
-    queue until stopped (Ctrl-C, SIGTERM)."""
+    """Run a Temporal worker: it takes runs of the port cycle, pin syncs and their nodes
+    from the task queue until stopped (Ctrl-C, SIGTERM)."""
     import asyncio
 
     proj = project()

@@ -34,7 +34,7 @@ from tests.conftest import GitRepo, docker_engine_running
 from tests.dist.conftest import Worker
 from tests.dist.test_temporal import final, pw
 from tests.workflows.fake_server import PATH, _message, model_config, serve_model
-from tests.workflows.sync_world import SyncWorld, build_sync_world
+from tests.workflows.sync_world import SyncWorld, build_sync_world, json_lines
 from tests.workflows.test_sync import check_complete
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.slow]
@@ -151,6 +151,10 @@ def test_sync_engine_temporal_and_bad_schedules(
     assert outcome["status"] == "done", outcome
     assert outcome["pin_moved"] is True
     assert outcome["pr_url"].endswith("/sync-t/pr.md")
+    # the command followed the workflow through its `view` query, which showed the port
+    # runs fanned out: three Sends pending at once
+    followed = [e["next"] for e in json_lines(done.stdout) if e.get("event") == "step_done"]
+    assert ["port", "port", "port"] in followed, followed
     state = json.loads(pw(world.repo, "report", "sync-t", "--json").stdout)["state"]
     check_complete(world, state)
 
