@@ -113,9 +113,14 @@ def answer(proj: Project, run_id: str, decision: dict[str, Any], on_event: Any) 
 
 def request(proj: Project, row: str, overrides: dict[str, str], replay: Path | None,
             allow_local: bool) -> RunRequest:
-    """What starts a run of ``row`` of ``proj`` on a worker."""
+    """What starts a run of ``row`` of ``proj`` on a worker; a row the matrices at HEAD do
+    not have is refused here, as a local run refuses it, not on a worker."""
     _require_extra()
     from portwright.dist.models import RunRequest
+    from portwright.parity.matrix import require_row_at
+    from portwright.vcs import plumbing
+
+    require_row_at(proj.root, proj.config, row, plumbing.rev_parse(proj.root, "HEAD"))
 
     if replay is not None and not replay.is_file():
         raise UsageError(f"no cassette at {replay}", file=replay, key="--replay",
@@ -148,6 +153,16 @@ def start_sync(proj: Project, asked: SyncRequest, sync_id: str, on_event: Any) -
     return str(snapshot.failure)
 
 
+def still_running(proj: Project, run_id: str) -> bool:
+    """Whether Temporal drives ``run_id`` and its workflow has not ended."""
+    if not drives(proj, run_id):
+        return False
+    _require_extra()
+    from portwright.dist import client
+
+    return bool(client.run_sync(client.running(proj, run_id)))
+
+
 def worker(
     queue: Annotated[str | None, typer.Option(
         "--queue", "-q", help="Task queue to poll (default: [temporal] task_queue); one per "
@@ -155,8 +170,8 @@ def worker(
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")]
     = False,
 ) -> None:
-    """Run a Temporal worker: it takes runs of the port cycle and their nodes from the task
-    queue until stopped (Ctrl-C, SIGTERM)."""
+    """Run a Temporal worker: it takes runs of the port cycle, pin syncs and their nodes
+    from the task queue until stopped (Ctrl-C, SIGTERM)."""
     import asyncio
 
     proj = project()
@@ -217,6 +232,9 @@ def _schedule_request(proj: Project, argv: list[str]) -> tuple[str, Any]:
                                  fix="drop it: each start is a new sync on the workers, its "
                                      "id the schedule's id and the time")
         to = params.get("to") or proj.config.upstream.branch
+        from portwright.workflows.sync_driver import resolve_target
+
+        resolve_target(proj, to)  # a revision upstream lacks is refused now, not at a start
         return workflow, sync_request(proj, to, overrides, params.get("concurrency"),
                                       allow_local)
     return workflow, request(proj, params["row"], overrides, params.get("replay"),

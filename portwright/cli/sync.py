@@ -241,7 +241,22 @@ def syncs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] =
 
 
 def resume_sync(proj: Project, sync_id: str, as_json: bool, allow_local: bool) -> None:
+    """Continue a sync here, from its last checkpoint; one whose Temporal workflow has
+    ended (a node failed every attempt, the workflow was terminated) too, never one whose
+    workflow still runs."""
+    from portwright.cli import dist
+    from portwright.errors import UsageError
     from portwright.workflows import sync_driver
+
+    if dist.still_running(proj, sync_id):
+        manifest = proj.store(sync_id).manifest()
+        workflow = manifest.workflow_id if manifest is not None and manifest.workflow_id \
+            else sync_id
+        raise UsageError(f"Temporal drives sync {sync_id} and its workflow still runs: its "
+                         "workers continue it by themselves", key="SYNC",
+                         fix=f"see where it stands: `portwright status {sync_id}`; to take it "
+                             "over here, end its workflow first (`temporal workflow "
+                             f"terminate --workflow-id {workflow}`)")
 
     result = sync_driver.resume(proj, sync_id, _Progress(as_json), allow_local=allow_local)
     finish(result, as_json)

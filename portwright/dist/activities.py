@@ -166,11 +166,11 @@ def temporal_cycle(config: TemporalConfig, on_event: OnEvent,
     return assemble_cycle(add, context_schema=RunRef, route=_awaitable)
 
 
-def _awaitable(router: Callable[[CycleState], str]) -> Callable[..., Any]:
+def _awaitable(router: Callable[[Any], Any]) -> Callable[..., Any]:
     """A router LangGraph awaits in the workflow (a sync one it would run in a thread)."""
 
     @functools.wraps(router)
-    async def route(state: CycleState) -> str:
+    async def route(state: Any) -> Any:
         return router(state)
 
     return route

@@ -1,5 +1,6 @@
 """What the CLI asks of a run that Temporal drives: start it, see where it stands, send a
-person's decision; and which runs Temporal drives at all (their ``run.json`` says so)."""
+person's decision; start a sync, tell whether its workflow still runs; and which runs
+Temporal drives at all (their ``run.json`` says so)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from temporalio.client import (
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from portwright.config import TemporalConfig
 from portwright.dist.models import (
@@ -223,6 +224,20 @@ async def start_sync(project: Project, request: SyncRequest, sync_id: str,
         return SyncSnapshot(sync_id=sync_id, status="blocked",
                             failure=f"the workflow failed: {exc.cause or exc}")
     return result
+
+
+async def running(project: Project, run_id: str) -> bool:
+    """Whether the workflow that drives ``run_id`` still runs (False: it ended, or the
+    service has forgotten it)."""
+    client = await connect(project.config.temporal)
+    handle = client.get_workflow_handle(workflow_id(project, run_id) or run_id)
+    try:
+        described = await handle.describe()
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return described.status == WorkflowExecutionStatus.RUNNING
 
 
 def run_sync(coro: Any) -> Any:

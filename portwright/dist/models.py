@@ -17,10 +17,12 @@ SYNC_WORKFLOW = "portwright.sync"
 """Workflow type of the pin sync."""
 OPEN_SYNC_ACTIVITY = "portwright.open_sync"
 """Activity that opens a sync: its worktree and manifest, and the target it moves to."""
-SYNC_STEP_ACTIVITY = "portwright.sync_step"
-"""Activity that advances a sync by one step of its graph."""
+SYNC_CHECKPOINT_ACTIVITY = "portwright.sync_checkpoint"
+"""Activity that writes a checkpoint of a sync into the project's checkpoints."""
 GRAPH = "portwright.cycle"
 """Name the cycle is registered under with the LangGraph plugin."""
+SYNC_GRAPH = "portwright.sync"
+"""Name the sync graph is registered under with the LangGraph plugin."""
 VIEW_QUERY = "view"
 DECIDE_UPDATE = "decide"
 
@@ -114,23 +116,40 @@ class OpenSync(_Model):
 
 
 class OpenedSync(_Model):
-    """What the opening activity answers: the target, and the activity options of the
-    worker's ``[temporal]`` (a workflow reads no config; an activity's result is history)."""
+    """What the opening activity answers (a workflow reads no config or repository; an
+    activity's result is in its history)."""
 
     target: str
-    heartbeat_timeout: float
-    node_timeout: float
-    max_attempts: int
+    """The upstream sha the pin moves to."""
+    base: str
+    """The downstream commit the sync starts from."""
+    concurrency: int
+    """Port runs at once (the request's, or ``[sync] concurrency``)."""
 
 
 class SyncRef(_Model):
-    """A sync as its step activities see it: enough to open it anywhere."""
+    """A sync as its nodes' activities see it: enough to open its context anywhere."""
+
+    root: str
+    sync_id: str
+    base: str
+    overrides: dict[str, str] = Field(default_factory=dict)
+    allow_local: bool = False
+
+
+class SyncCheckpoint(_Model):
+    """A checkpoint of a sync's graph, as the workflow's checkpointer saved it, for the
+    project's checkpoints (serialised by the checkpoints' own serialiser, base64)."""
 
     root: str
     sync_id: str
     overrides: dict[str, str] = Field(default_factory=dict)
-    concurrency: int | None = None
-    allow_local: bool = False
+    parent: str | None = None
+    """The checkpoint it follows (None: the thread's first)."""
+    checkpoint: tuple[str, str]
+    """``(type, base64 data)`` of the checkpoint."""
+    metadata: tuple[str, str]
+    """``(type, base64 data)`` of its metadata."""
 
 
 class SyncSnapshot(_Model):
@@ -143,7 +162,7 @@ class SyncSnapshot(_Model):
     next: list[str] = Field(default_factory=list)
     """Nodes that run next (empty once the graph ended)."""
     steps: int = 0
-    """Steps taken so far."""
+    """Checkpoints written so far (one per superstep of the graph)."""
     pr_url: str = ""
     failure: str = ""
-    """Why the workflow ended without finishing the graph (a step failed every attempt)."""
+    """Why the workflow ended without finishing the graph (a node failed every attempt)."""

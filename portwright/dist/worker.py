@@ -1,5 +1,6 @@
 """``portwright worker``: one process that polls one task queue of the Temporal service and
-runs the port cycle's workflows and nodes, and pin syncs and their steps, found there.
+runs the port cycle's workflows and nodes, and pin syncs and their nodes, found there
+(both graphs registered with Temporal's LangGraph plugin).
 
 Start one per machine and class of sandbox: ``portwright worker`` polls ``[temporal]
 task_queue`` (workflows and ordinary nodes), ``portwright worker --queue gpu`` the nodes
@@ -22,8 +23,12 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from portwright.config import CONFIG_FILE
 from portwright.dist.activities import OnEvent, open_run_activity, temporal_cycle
 from portwright.dist.client import connect
-from portwright.dist.models import GRAPH
-from portwright.dist.sync_activities import open_sync_activity, sync_step_activity
+from portwright.dist.models import GRAPH, SYNC_GRAPH
+from portwright.dist.sync_activities import (
+    open_sync_activity,
+    temporal_sync,
+    write_checkpoint_activity,
+)
 from portwright.dist.sync_workflow import SyncWorkflow
 from portwright.dist.workflow import PortCycleWorkflow
 from portwright.errors import ConfigError
@@ -50,7 +55,8 @@ def build_worker(client: Any, project: Project, queue: str | None,
     """A worker for ``queue`` (default ``[temporal] task_queue``) of ``project``'s service."""
     config = project.config.temporal
     check_queues(project)
-    plugin = LangGraphPlugin(graphs={GRAPH: temporal_cycle(config, on_event)})
+    plugin = LangGraphPlugin(graphs={GRAPH: temporal_cycle(config, on_event),
+                                     SYNC_GRAPH: temporal_sync(config, on_event)})
     # portwright's own modules are deterministic data and functions: shared with the
     # workflow sandbox rather than imported again for every workflow run (and rich, which
     # the CLI's log handler imports lazily, whichever thread logs)
@@ -60,7 +66,7 @@ def build_worker(client: Any, project: Project, queue: str | None,
     return Worker(client, task_queue=queue or config.task_queue,
                   workflows=[PortCycleWorkflow, SyncWorkflow],
                   activities=[open_run_activity, open_sync_activity,
-                              sync_step_activity(on_event)],
+                              write_checkpoint_activity],
                   plugins=[plugin], workflow_runner=runner,
                   max_concurrent_activities=config.max_concurrent_nodes + 1,
                   activity_executor=concurrent.futures.ThreadPoolExecutor(

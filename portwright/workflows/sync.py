@@ -13,12 +13,18 @@ checkpoints, so ``portwright approve CHILD`` answers it like any run, ``resume``
 it after a crash, and the sync — resumed or re-entered — reads a finished child's result
 instead of running it again. How many port runs go at once is LangGraph's
 ``max_concurrency`` (``[sync] concurrency``, ``--concurrency``).
+
+:func:`assemble_sync` builds the graph for both engines: locally with LangGraph's retry on
+``OSError``; on Temporal every node is placed as an activity of the LangGraph plugin, the
+routers made awaitable, the same edges and ``Send`` fan-out.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
@@ -42,25 +48,56 @@ def _after_scan(state: SyncState) -> str:
         SyncNode.CONFIRM.value
 
 
-@functools.cache
-def build_sync() -> StateGraph[SyncState, SyncContext, SyncState, SyncState]:
-    """The uncompiled sync graph; built once per process."""
-    graph: StateGraph[SyncState, SyncContext, SyncState, SyncState] = StateGraph(
-        SyncState, context_schema=SyncContext)
-    retry = RetryPolicy(max_attempts=2, retry_on=OSError)
-    graph.add_node(SyncNode.SCAN.value, sync_nodes.scan, retry_policy=retry)
-    graph.add_node(SyncNode.CONFIRM.value, sync_confirm.confirm, retry_policy=retry)
-    graph.add_node(SyncNode.PORT.value, sync_nodes.port)  # type: ignore[arg-type]
-    graph.add_node(SyncNode.INTEGRATE.value, sync_nodes.integrate, retry_policy=retry)
-    graph.add_node(SyncNode.RECORD.value, sync_nodes.record, retry_policy=retry)
-    graph.add_node(SyncNode.PIN_GATES.value, sync_nodes.pin_gates, retry_policy=retry)
-    graph.add_node(SyncNode.FINISH.value, sync_nodes.finish)
+SyncGraph = StateGraph[SyncState, Any, SyncState, SyncState]
+AddNode = Callable[[SyncGraph, SyncNode, Callable[..., Any]], None]
+"""Places one node of the sync into the graph (:func:`assemble_sync`)."""
+
+_NO_RETRY = (SyncNode.PORT, SyncNode.FINISH)
+"""Nodes placed without LangGraph's retry: ``port`` (its run of the cycle retries its own
+nodes) and ``finish`` (it opens the pull request)."""
+
+
+def _add_with_retry(graph: SyncGraph, name: SyncNode, fn: Callable[..., Any]) -> None:
+    if name in _NO_RETRY:
+        graph.add_node(name.value, fn)
+    else:
+        graph.add_node(name.value, fn, retry_policy=RetryPolicy(max_attempts=2,
+                                                                retry_on=OSError))
+
+
+def assemble_sync(add_node: AddNode = _add_with_retry,
+                  context_schema: type[Any] = SyncContext,
+                  route: Callable[[Callable[[SyncState], Any]], Any] | None = None,
+                  ) -> SyncGraph:
+    """A new uncompiled sync graph: its nodes placed by ``add_node`` (by default with
+    LangGraph's retry on ``OSError``; Temporal's plugin places them as activities with its
+    own retries), its edges and routers as drawn above, each router wrapped by ``route``
+    (a Temporal workflow has no thread pool for LangGraph to run a sync router in)."""
+    graph: SyncGraph = StateGraph(SyncState, context_schema=context_schema)
+    nodes: dict[SyncNode, Callable[..., Any]] = {
+        SyncNode.SCAN: sync_nodes.scan,
+        SyncNode.CONFIRM: sync_confirm.confirm,
+        SyncNode.PORT: sync_nodes.port,
+        SyncNode.INTEGRATE: sync_nodes.integrate,
+        SyncNode.RECORD: sync_nodes.record,
+        SyncNode.PIN_GATES: sync_nodes.pin_gates,
+        SyncNode.FINISH: sync_nodes.finish,
+    }
+    for name, fn in nodes.items():
+        add_node(graph, name, fn)
+    wrap = route or (lambda router: router)
     graph.add_edge(START, SyncNode.SCAN.value)
-    graph.add_conditional_edges(SyncNode.SCAN.value, _after_scan)
-    graph.add_conditional_edges(SyncNode.CONFIRM.value, sync_nodes.fan_out)
+    graph.add_conditional_edges(SyncNode.SCAN.value, wrap(_after_scan))
+    graph.add_conditional_edges(SyncNode.CONFIRM.value, wrap(sync_nodes.fan_out))
     graph.add_edge(SyncNode.PORT.value, SyncNode.INTEGRATE.value)
     graph.add_edge(SyncNode.INTEGRATE.value, SyncNode.RECORD.value)
     graph.add_edge(SyncNode.RECORD.value, SyncNode.PIN_GATES.value)
     graph.add_edge(SyncNode.PIN_GATES.value, SyncNode.FINISH.value)
     graph.add_edge(SyncNode.FINISH.value, END)
     return graph
+
+
+@functools.cache
+def build_sync() -> SyncGraph:
+    """The uncompiled sync graph; built once per process."""
+    return assemble_sync()

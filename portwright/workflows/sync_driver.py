@@ -11,6 +11,8 @@ target a sync already has re-enters that sync instead of beginning another.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -77,10 +79,9 @@ def sync_ids(project: Project) -> list[str]:
     return [p.name for p in sorted(found, key=lambda p: (p / "run.json").stat().st_mtime)]
 
 
-def check_target(project: Project, to: str) -> tuple[str, str]:
+def resolve_target(project: Project, to: str) -> tuple[str, str]:
     """``(pin, target)`` as full upstream shas: ``to`` must name an upstream commit that
-    descends from the recorded pin; the downstream checkout must have no uncommitted
-    change to a tracked file (a sync works from HEAD)."""
+    descends from the recorded pin."""
     from portwright.evidence.gap import upstream_repo
     from portwright.parity.pin import resolve_pin
 
@@ -97,6 +98,13 @@ def check_target(project: Project, to: str) -> tuple[str, str]:
             "only moves the pin forward along upstream's history", file=upstream, key="--to",
             fix=f"pass a revision that contains {pin[:12]} (`git -C {upstream} branch "
                 f"--contains {pin[:12]}`)")
+    return pin, target
+
+
+def check_target(project: Project, to: str) -> tuple[str, str]:
+    """:func:`resolve_target`, and the downstream checkout must have no uncommitted change
+    to a tracked file (a sync works from HEAD)."""
+    pin, target = resolve_target(project, to)
     dirty = plumbing.git(project.root, "status", "--porcelain", "--untracked-files=no"
                          ).decode("utf-8", "replace").splitlines()
     if dirty:
@@ -114,25 +122,31 @@ def _open_sync(project: Project, sync_id: str, base: str) -> Project:
                    config=project.config)
 
 
+@contextmanager
+def sync_context(project: Project, sync_id: str, base: str, command: str, *, resume: bool,
+                 allow_local: bool = False, client: LLMClient | None = None,
+                 lock: bool = True) -> Iterator[SyncContext]:
+    """The context of an opened sync's nodes: its worktree at its base, its folder lock
+    (``lock``: a fanned-out port run on a worker of Temporal takes only its own run's), its
+    store and sandbox, closed when the block ends."""
+    sync_project = _open_sync(project, sync_id, base)
+    with _lock(project.run_dir(sync_id)) if lock else nullcontext(), \
+            open_run(sync_project, command, run_id=sync_id, allow_local=allow_local,
+                     resume=resume, client=client) as opened:
+        yield SyncContext(**{f.name: getattr(opened, f.name) for f in fields(RunContext)},
+                          child_client=client)
+
+
 def _drive(project: Project, sync_id: str, base: str, command: str, graph_input: Any,
            on_event: OnEvent, *, resume: bool, concurrency: int | None,
-           allow_local: bool = False, client: LLMClient | None = None,
-           one_step: bool = False) -> SyncView:
-    sync_project = _open_sync(project, sync_id, base)
-    with _lock(project.run_dir(sync_id)), \
-            open_run(sync_project, command, run_id=sync_id, allow_local=allow_local,
-                     resume=resume, client=client) as opened, \
-            open_checkpointer(project) as saver:
-        ctx = SyncContext(**{f.name: getattr(opened, f.name) for f in fields(RunContext)},
-                          child_client=client)
+           allow_local: bool = False, client: LLMClient | None = None) -> SyncView:
+    with sync_context(project, sync_id, base, command, resume=resume, allow_local=allow_local,
+                      client=client) as ctx, open_checkpointer(project) as saver:
         graph = build_sync().compile(checkpointer=saver)
         modes: list[StreamMode] = ["custom", "updates"]
         limit = concurrency or project.config.sync.concurrency
-        # one step: stop after the next superstep (a node, or the port runs fanned out
-        # together), checkpointed; the next call goes on from there
         for mode, chunk in graph.stream(graph_input, _thread(sync_id, limit), context=ctx,
-                                        stream_mode=modes, durability="sync",
-                                        interrupt_after="*" if one_step else None):
+                                        stream_mode=modes, durability="sync"):
             if mode == "custom" and isinstance(chunk, dict):
                 on_event(chunk)
             elif isinstance(chunk, dict):
@@ -216,42 +230,26 @@ def _current(project: Project, sync_id: str) -> SyncView | None:
             return None  # opened, never checkpointed
 
 
-def open_sync(project: Project, to: str, sync_id: str, *, workflow_id: str) -> str:
+def open_sync(project: Project, to: str, sync_id: str, *,
+              workflow_id: str) -> tuple[str, str]:
     """Open a sync that a Temporal workflow drives: its worktree and branch from the
-    repository's HEAD, and its manifest (``engine = "temporal"``); returns the target (a
-    full upstream sha). Idempotent: a sync this workflow opened already is found."""
+    repository's HEAD, and its manifest (``engine = "temporal"``); returns ``(target,
+    base)``: the upstream sha it moves the pin to, the downstream commit it starts from.
+    Idempotent: a sync this workflow opened already is found."""
     store = project.store(sync_id)
     manifest = store.manifest()
     if manifest is not None:
         if manifest.workflow_id != workflow_id or not is_sync(project, sync_id):
             raise UsageError(f"run {sync_id} exists already (not started by workflow "
                              f"{workflow_id})", key="SYNC", fix="pick another id")
-        return _target_of(project, sync_id)
+        return _target_of(project, sync_id), manifest.commit
     _, target = check_target(project, to)
     base = plumbing.rev_parse(project.root, "HEAD")
     sync_project = _open_sync(project, sync_id, base)
     store.write_manifest(command=f"{COMMAND} --to {target}", commit=base,
                          rules_digests=sync_project.rules().digests(), config=project.config,
                          engine="temporal", workflow_id=workflow_id)
-    return target
-
-
-def step(project: Project, sync_id: str, on_event: OnEvent, *,
-         concurrency: int | None = None, allow_local: bool = False,
-         client: LLMClient | None = None) -> SyncView:
-    """Advance an opened sync by one step of its graph from its last checkpoint (its
-    first step when it has none); a sync whose graph has ended is only read. A step cut
-    short (a killed worker) runs again from that checkpoint: what its nodes did already
-    is found, not redone."""
-    base = _base_of(project, sync_id)
-    current = _current(project, sync_id)
-    if current is not None and not current.next:
-        return current
-    graph_input = SyncState(target=_target_of(project, sync_id)) if current is None \
-        else None
-    return _drive(project, sync_id, base, f"resume {sync_id}", graph_input, on_event,
-                  resume=True, concurrency=concurrency, allow_local=allow_local,
-                  client=client, one_step=True)
+    return target, base
 
 
 def publish(project: Project, sync_id: str, on_event: OnEvent) -> SyncView:
@@ -286,5 +284,5 @@ def publish(project: Project, sync_id: str, on_event: OnEvent) -> SyncView:
         return view(project, sync_id, saver, graph=graph)
 
 
-__all__ = ["SyncView", "check_target", "is_sync", "open_sync", "publish", "resume", "start",
-           "step", "sync_ids", "view"]
+__all__ = ["SyncView", "check_target", "is_sync", "open_sync", "publish", "resolve_target",
+           "resume", "start", "sync_context", "sync_ids", "view"]
