@@ -93,6 +93,22 @@ def test_an_ambiguous_name_lists_the_candidates(upstream: Any) -> None:
     assert result.exit_code != 0
 
 
+def test_a_bundle_that_copies_the_source_makes_no_name_ambiguous(make_repo: Any) -> None:
+    """markdown-it keeps its rollup bundle, dist/markdown-it.js, in git: each rule is
+    defined there too, and the source's definition is the one a port follows."""
+    repo = make_repo("bundled")
+    repo.commit("rule and bundle", {"lib/rules/fence.mjs": RULE,
+                                    "dist/markdown-it.js": "// bundle\n" + RULE,
+                                    "benchmark/fence.mjs": RULE})
+    report = enumerate_surface(repo.path, "fence", "HEAD")
+    assert report.definition.startswith("lib/rules/fence.mjs:")
+    assert all(not i.anchor.startswith(("dist/", "benchmark/")) for i in report.items)
+    repo.commit("two sources", {"lib/rules/fence2.mjs": RULE})
+    with pytest.raises(UsageError, match="defined in 2 places") as info:
+        enumerate_surface(repo.path, "fence", "HEAD")  # two sources: still ambiguous
+    assert "dist/" not in info.value.message
+
+
 def test_a_class_covers_every_method_branch_and_read(upstream: Any) -> None:
     report = enumerate_surface(upstream.path, "models/llama.py::Attention", "HEAD")
     found = _items(report)
