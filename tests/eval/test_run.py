@@ -132,8 +132,9 @@ def test_a_loop_agent_that_plants_a_test_hook_fails_integrity(tmp_path: Path,
 
 def test_a_task_without_model_calls_is_recorded_and_replayed(tmp_path: Path) -> None:
     """A cycle blocked before its first role (the upstream change defines no function or
-    class for the row to port) makes no model call; --record still writes its cassette, empty, so that
-    --replay runs the suite rather than refusing it for a missing cassette."""
+    class for the row to port) makes no model call; --record still writes its cassette,
+    empty, so that --replay runs the suite rather than refusing it for a missing
+    cassette."""
     needs_engine()
     pair = build_pair(tmp_path / "repos")
     docs = pair.upstream.commit("docs", {"README.md": "calc, documented\n"})
