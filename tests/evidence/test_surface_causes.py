@@ -4,6 +4,7 @@ upstream built here."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from portwright.agents.roles import enumerator
 from portwright.cli import app
 from portwright.errors import UsageError
 from portwright.evidence.surface import SurfaceReport, enumerate_surface
+from portwright.web import runpage
 from tests.evidence.conftest import grammar_or_skip
 
 LAYER = '''import os
@@ -129,7 +131,7 @@ JOIN = """module.exports = function text_join(state) {
 """
 
 
-def test_a_condition_over_lines_is_one_candidate_line(make_repo: Any) -> None:
+def test_a_condition_over_lines_is_one_candidate_line(make_repo: Any, tmp_path: Path) -> None:
     """markdown-it's text_join tests a condition written over three lines: the enumerator
     reads its candidates one a line and must write each back exactly, so each label is
     one line, and the labels as the prompt lists them classify the surface completely."""
@@ -151,6 +153,12 @@ def test_a_condition_over_lines_is_one_candidate_line(make_repo: Any) -> None:
         items=[{"item": i, "classification": "ported"} for i in read], slice="all")
     assert read == labels
     assert classified.problems(labels) == []
+    # the run page finds each classified label's anchor in the surface the run saved
+    (tmp_path / "surface.json").write_text(report.model_dump_json())
+    (tmp_path / "classification.json").write_text(classified.model_dump_json())
+    rows, _ = runpage._surface(tmp_path)
+    assert [r["item"] for r in rows] == labels
+    assert all(r["anchor"].startswith("lib/rules_core/text_join.js:") for r in rows), rows
 
 
 def test_a_class_covers_every_method_branch_and_read(upstream: Any) -> None:
