@@ -56,10 +56,12 @@ def render_row_evidence(evidence: RowEvidence) -> str:
 
 
 def candidate_labels(report: SurfaceReport) -> list[str]:
-    """One label per surface item, as the enumerator must classify them."""
+    """One label per surface item, as the enumerator must classify them: one line each
+    (a condition that spans lines upstream has its whitespace collapsed), since the
+    enumerator must write every label back exactly and the prompt lists one a line."""
     labels: list[str] = []
     for item in report.items:
-        label = f"{item.kind}: {item.name}"
+        label = f"{item.kind}: {' '.join(item.name.split())}"
         if label in labels:
             label = f"{label} ({item.anchor})"
         labels.append(label)

@@ -39,8 +39,8 @@ from portwright.parity.pin import MarkdownPinStore
 from portwright.pathkinds import CARRIED, classify, default_path_kinds
 from portwright.rules import RULES_NAME
 
-__all__ = ["INVENTORY", "LEDGER", "MATRIX", "PIN_FILE", "harness_files", "row_id",
-           "test_gate_command"]
+__all__ = ["INVENTORY", "LEDGER", "MATRIX", "PIN_FILE", "SUITE_ID", "harness_files",
+           "row_id", "test_gate_command"]
 
 MATRIX = "docs/parity/matrix.md"
 LEDGER = "parity-ledger.md"
@@ -61,12 +61,33 @@ def row_id(task: PortTask) -> str:
     return task.id.rsplit("/", 1)[-1]
 
 
+SUITE_ID = "suite.all"
+"""The one test id the ``tests`` gate reports for a task whose runner prints no id the
+gates read (``report`` ``exit`` or ``tap``): the whole suite, passed or failed."""
+
+READS_IDS = frozenset({"pytest", "gtest"})
+"""The reports whose output lines the gates read test ids from
+(:func:`portwright.gates.testids.from_output`)."""
+
+
 def test_gate_command(task: PortTask) -> str:
     """The whole suite, as the ``tests`` gate runs it: ``suite``, else ``test`` with
-    ``{tests}`` removed."""
+    ``{tests}`` removed.
+
+    The cycle's red gate needs failing test ids, read from the command's output, and the
+    gates read pytest and GoogleTest lines only: for any other ``report`` the command is
+    wrapped to print one GoogleTest-style line for the whole suite (:data:`SUITE_ID`, from
+    its exit status), and to exit 1 when it failed. Without it the red of such a task could
+    never be observed, however its tests failed."""
     if task.environment.suite:
-        return task.environment.suite.strip()
-    return re.sub(r"[ \t]*" + re.escape(PLACEHOLDER), "", task.environment.test).strip()
+        command = task.environment.suite.strip()
+    else:
+        command = re.sub(r"[ \t]*" + re.escape(PLACEHOLDER), "", task.environment.test).strip()
+    if task.environment.report in READS_IDS:
+        return command
+    # a subshell on lines of its own: the command may hold `exit`, `&`, `;` or a comment
+    return (f"if (\n{command}\n); then echo '[       OK ] {SUITE_ID}'; "
+            f"else echo '[  FAILED  ] {SUITE_ID}'; exit 1; fi")
 
 
 def _config(task: PortTask, upstream: str, model: Mapping[str, Any] | None) -> str:

@@ -217,6 +217,11 @@ def _attempt(task: PortTask, options: RunOptions, record: ValidationRecord, star
         environ[variable("model.name")] = options.model
     project = Project.load(ws.downstream, at=ws.harness, environ=environ)
     source = _source(task, options)
+    if source.record is not None:
+        # every task recorded has its cassette, even one whose mode makes no model call (a
+        # cycle blocked before its first role): a replay of the suite finds them all
+        source.record.parent.mkdir(parents=True, exist_ok=True)
+        source.record.write_text("", encoding="utf-8")
     told({"event": "task_progress", "what": f"running the {mode.value}"})
     outcome = run_mode(mode, project, ws.row, run_id=f"eval-{mode.value}-{task.slug}",
                        target=ws.task.commits[-1], model=source, on_event=told)

@@ -81,7 +81,7 @@ class TreeView:
             findall = IDENT_RE.findall
             for path, lines in self._lines.items():
                 for number, line in enumerate(lines, start=1):
-                    for token in set(findall(line)):
+                    for token in dict.fromkeys(findall(line)):  # in order: no hash seed
                         key = keys.get(token)
                         if key is None:
                             key = keys[token] = names.canonical(token)

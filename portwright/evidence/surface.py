@@ -120,7 +120,13 @@ def _candidates(upstream: Path, sha: str, parts: list[str],
 
 def _pick(symbol: str, candidates: list[tuple[str, str]],
           path_kinds: Mapping[str, list[str]]) -> tuple[str, str]:
-    code = [c for c in candidates if classify(c[0], path_kinds) != "tests"] or candidates
+    """The one definition ``symbol`` means: in a source file, else in any file but a
+    test's, else anywhere. A copy a port never carries (a generated bundle under ``dist/``,
+    a demo, a benchmark) makes no name ambiguous while the source defines it."""
+    kinds = [classify(path, path_kinds) for path, _ in candidates]
+    code = ([c for c, kind in zip(candidates, kinds, strict=True) if kind == "source"]
+            or [c for c, kind in zip(candidates, kinds, strict=True) if kind != "tests"]
+            or candidates)
     if len(code) > 1:
         listed = ", ".join(f"{path}::{dotted}" for path, dotted in code[:12])
         more = f" and {len(code) - 12} more" if len(code) > 12 else ""

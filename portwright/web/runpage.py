@@ -166,7 +166,7 @@ def _surface(run_dir: Path) -> tuple[list[dict[str, str]], str]:
     anchors: dict[str, tuple[str, str]] = {}
     seen: list[str] = []
     for item in report.get("items", []):
-        name = f"{item.get('kind')}: {item.get('name')}"
+        name = f"{item.get('kind')}: {' '.join(str(item.get('name')).split())}"
         if name in seen:  # the labels the enumerator classified (candidate_labels)
             name = f"{name} ({item.get('anchor')})"
         seen.append(name)

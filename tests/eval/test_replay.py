@@ -1,6 +1,6 @@
 """``portwright eval run`` on the bundled example tasks, in both modes, end to end in Docker,
-the agents played from the recorded cassettes (``benchmarks/port-tasks/examples/
-cassettes``, written by ``record_cassettes.py`` through the real openai SDK): no model
+the agents played from the recorded cassettes (``benchmarks/port-tasks/cassettes``, the
+examples' written by ``examples/record_cassettes.py`` through the real openai SDK): no model
 endpoint, two tasks at a time, then ``eval compare`` on the two reports."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tests.eval.tinystats import needs_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "benchmarks" / "port-tasks" / "examples"
-CASSETTES = EXAMPLES / "cassettes"
+CASSETTES = EXAMPLES.parent / "cassettes"
 sys.path.insert(0, str(EXAMPLES))
 
 from build_repos import build_repos  # noqa: E402
@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def test_every_task_has_a_cassette_per_mode() -> None:
-    tasks = load_suite(EXAMPLES).tasks
+    tasks = load_suite(EXAMPLES.parent).tasks  # the whole bundled suite, examples and all
     assert sorted(p.name for p in CASSETTES.glob("*.jsonl")) == sorted(
         f"{t.slug}.{m.value}.jsonl" for t in tasks for m in Mode)
 

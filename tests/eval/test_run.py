@@ -5,6 +5,7 @@ mistakes: each task scored by its hidden tests, results written, reruns resumed.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,9 @@ import pytest
 from portwright.agents.llm import LLMClient
 from portwright.eval.results import EvalReport, Failure, Mode, TaskResult
 from portwright.eval.runner import RunOptions, report_path, result_path, run_suite
-from portwright.eval.tasks import PortTask, Suite
+from portwright.eval.tasks import PortTask, Suite, load_suite
 from tests.eval.calc_plans import ORACLE, WEAKENER, calc_suite, cycle_plan
-from tests.eval.conftest import Pair
+from tests.eval.conftest import Pair, build_pair, task_toml
 from tests.eval.scripted import LoopPlan, both_modes
 from tests.eval.tinystats import needs_engine
 from tests.workflows.porter import Plan
@@ -127,3 +128,32 @@ def test_a_loop_agent_that_plants_a_test_hook_fails_integrity(tmp_path: Path,
     assert result.failure is Failure.INTEGRITY
     assert result.detail.startswith("protected-paths: conftest.py")
     assert result.hidden_passed == ["tests/test_sub.py::test_sub"]
+
+
+def test_a_task_without_model_calls_is_recorded_and_replayed(tmp_path: Path) -> None:
+    """A cycle blocked before its first role (the upstream change defines no function or
+    class for the row to port) makes no model call; --record still writes its cassette,
+    empty, so that --replay runs the suite rather than refusing it for a missing
+    cassette."""
+    needs_engine()
+    pair = build_pair(tmp_path / "repos")
+    docs = pair.upstream.commit("docs", {"README.md": "calc, documented\n"})
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "sub.toml").write_text(task_toml(
+        pair, up=f'[upstream]\nrepo = "acme/calc-js"\ncommits = ["{docs}"]'))
+    suite = load_suite(tmp_path / "suite")
+    tapes = tmp_path / "tapes"
+    environ = {**os.environ, "OPENAI_API_KEY": "unused",
+               "PORTWRIGHT_MODEL__BASE_URL": "http://127.0.0.1:9/v1"}
+    recorded = run_suite(suite, RunOptions(mode=Mode.CYCLE, out=tmp_path / "out",
+                                           repos=pair.repos, record=tapes, environ=environ))
+    (result,) = recorded.results
+    assert (result.failure, result.calls) == (Failure.ERROR, 0)
+    assert "Upstream column" in result.detail  # blocked at prepare, before any role
+    cassette = tapes / f"{suite.tasks[0].slug}.cycle.jsonl"
+    assert cassette.read_text() == ""
+    replayed = run_suite(suite, RunOptions(mode=Mode.CYCLE, out=tmp_path / "again",
+                                           repos=pair.repos, replay=tapes))
+    (again,) = replayed.results
+    assert (again.failure, again.detail, again.hidden_failed) == (
+        result.failure, result.detail, result.hidden_failed)

@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from portwright.errors import RepositoryError, RevisionError, UsageError
+from portwright.eval import harness
+from portwright.eval.harness import SUITE_ID
 from portwright.eval.repos import REPOS_ENV, repos_root, resolve
 from portwright.eval.tasks import PortTask, load_suite
 from portwright.eval.workspace import prepare
+from portwright.gates.testids import from_output
 from portwright.parity.matrix import load_rows
 from portwright.parity.pin import read_pin
 from portwright.project import Project
@@ -139,6 +142,33 @@ def test_existing_records_are_kept_and_the_harness_appended(tmp_path: Path) -> N
     project = Project.load(ws.downstream, at="HEAD")
     assert [(r.id, r.status) for r in load_rows(ws.downstream, project.config)] == [
         ("add", "ported"), ("sub", "missing")]
+
+
+@pytest.mark.parametrize("report", ["exit", "tap"])
+def test_a_runner_without_test_ids_gets_one_id_for_its_suite(pair: Pair, tmp_path: Path,
+                                                              report: str) -> None:
+    """The red gate needs failing ids from the output, which the gates read from pytest
+    and GoogleTest lines only: the tests gate of an ``exit`` or ``tap`` task prints the
+    suite's own line from its exit status, so its red can be observed."""
+    env = ('[environment]\ntest = "sh ./check {tests}"\n'
+           f'report = "{report}"\nsuite = "sh ./check all && echo \'# done\' # a comment"')
+    task = load(tmp_path, task_toml(pair, env=env))
+    ws = prepare(task, pair.repos, tmp_path / "work")
+    gate = {g.name: g.spec for g in Project.load(ws.downstream, at="HEAD").rules().gates()}
+    command = gate["tests"].run
+    assert command is not None
+    assert Phase.RED in gate["tests"].phases
+
+    for status, word, ids in ((3, "FAILED", ([], [SUITE_ID])), (0, "OK", ([SUITE_ID], []))):
+        (tmp_path / "check").write_text(f"echo checked $1\nexit {status}\n")
+        done = subprocess.run(["sh", "-c", command], cwd=tmp_path, capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == (1 if status else 0), done.stderr
+        assert f"] {SUITE_ID}" in done.stdout.splitlines()[-1]
+        assert word in done.stdout.splitlines()[-1]
+        assert from_output(done.stdout) == ids
+    if_pytest = load(tmp_path, task_toml(pair))
+    assert harness.test_gate_command(if_pytest) == "python3 -m pytest -q -rA -p no:cacheprovider"
 
 
 def test_repositories_and_revisions_that_are_not_there(pair: Pair, tmp_path: Path) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +13,8 @@ import pytest
 from portwright.config import PortwrightConfig, UpstreamConfig
 from portwright.evidence import upstream as upstream_room
 from portwright.evidence.gap import CommitGap, Verdict, scan_range
+
+ROOT = Path(__file__).resolve().parents[2]
 
 REGEX = 'var reTag = "[<][?].*?[?][>]";\nfunction isTag(s) { return new RegExp(reTag).test(s); }\n'
 LINKS = "% links\n\nhttp://example.com/a\n\nhttp://example.com/b\n"
@@ -140,3 +145,25 @@ def test_warm_rerun_reads_the_cache(pair: Any, tmp_path: Path,
     pair.down.commit("allow EOL too", {"tagport/tag.py": 'RE_TAG = "[<][?][\\s\\S]*?[?][>]"\n'})
     (after,) = _scan(pair, tmp_path / "cache")  # a new downstream HEAD is judged again
     assert after.verdict is Verdict.LANDED, after.reason
+
+
+def test_spellings_on_one_line_are_found_in_their_order_in_every_process(
+        make_repo: Any, tmp_path: Path) -> None:
+    """Two spellings of one name on a line (``parseLinkDestination`` and its port's
+    ``parse_link_destination``, markdown-it-py's helpers/__init__.py) are listed in the
+    order the line has them, whatever the process's hash seed: the gap verifier's evidence
+    is the same in a recording and in its replay."""
+    repo = make_repo("helpers")
+    repo.commit("helpers", {"helpers/__init__.py": (
+        "from .dest import parseLinkDestination, parse_link_destination  # noqa\n")})
+    script = ("import sys\nfrom pathlib import Path\n"
+              "from portwright.evidence.lookup import TreeView\n"
+              "found = TreeView(Path(sys.argv[1])).find_name('parseLinkDestination')\n"
+              "print(' '.join(f'{h.path}:{h.line}:{h.text}' for h in found))\n")
+    seen = {subprocess.run([sys.executable, "-c", script, str(repo.path)], check=True,
+                           capture_output=True, text=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed),
+                                "PYTHONPATH": str(ROOT)}).stdout.strip()
+            for seed in range(8)}
+    assert seen == {"helpers/__init__.py:1:parseLinkDestination "
+                    "helpers/__init__.py:1:parse_link_destination"}

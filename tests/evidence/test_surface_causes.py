@@ -3,14 +3,20 @@ upstream built here."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from portwright.agents.evidence import candidate_labels
+from portwright.agents.results import SurfaceClassification
+from portwright.agents.roles import enumerator
 from portwright.cli import app
 from portwright.errors import UsageError
 from portwright.evidence.surface import SurfaceReport, enumerate_surface
+from portwright.web import runpage
 from tests.evidence.conftest import grammar_or_skip
 
 LAYER = '''import os
@@ -91,6 +97,68 @@ def test_an_ambiguous_name_lists_the_candidates(upstream: Any) -> None:
     assert "models/mistral.py::Attention" in info.value.message
     result = CliRunner().invoke(app, ["-C", str(upstream.path), "surface", "Attention"])
     assert result.exit_code != 0
+
+
+def test_a_bundle_that_copies_the_source_makes_no_name_ambiguous(make_repo: Any) -> None:
+    """markdown-it keeps its rollup bundle, dist/markdown-it.js, in git: each rule is
+    defined there too, and the source's definition is the one a port follows."""
+    repo = make_repo("bundled")
+    repo.commit("rule and bundle", {"lib/rules/fence.mjs": RULE,
+                                    "dist/markdown-it.js": "// bundle\n" + RULE,
+                                    "benchmark/fence.mjs": RULE})
+    report = enumerate_surface(repo.path, "fence", "HEAD")
+    assert report.definition.startswith("lib/rules/fence.mjs:")
+    assert all(not i.anchor.startswith(("dist/", "benchmark/")) for i in report.items)
+    repo.commit("two sources", {"lib/rules/fence2.mjs": RULE})
+    with pytest.raises(UsageError, match="defined in 2 places") as info:
+        enumerate_surface(repo.path, "fence", "HEAD")  # two sources: still ambiguous
+    assert "dist/" not in info.value.message
+
+
+JOIN = """module.exports = function text_join(state) {
+  var curr, last, tokens = state.tokens, max = tokens.length;
+
+  for (curr = last = 0; curr < max; curr++) {
+    if (tokens[curr].type === 'text' &&
+        curr + 1 < max &&
+        tokens[curr + 1].type === 'text') {
+      tokens[curr + 1].content = tokens[curr].content + tokens[curr + 1].content;
+    } else {
+      last++;
+    }
+  }
+};
+"""
+
+
+def test_a_condition_over_lines_is_one_candidate_line(make_repo: Any, tmp_path: Path) -> None:
+    """markdown-it's text_join tests a condition written over three lines: the enumerator
+    reads its candidates one a line and must write each back exactly, so each label is
+    one line, and the labels as the prompt lists them classify the surface completely."""
+    grammar_or_skip("javascript")
+    repo = make_repo("joined")
+    repo.commit("text_join", {"lib/rules_core/text_join.js": JOIN})
+    report = enumerate_surface(repo.path, "text_join", "HEAD")
+    assert any("\n" in i.name for i in report.items)  # as upstream wrote it
+    labels = candidate_labels(report)
+    assert all("\n" not in label for label in labels)
+    assert any(label.startswith("branch: tokens[curr].type === 'text' && curr + 1 < max")
+               for label in labels), labels
+    context = enumerator.sample().model_copy(update={"candidates": labels})
+    prompt = enumerator.ROLE.messages(context)[1].content or ""
+    listed = re.search(r"Candidate items \(\d+\):\n((?:- .*\n)+)", prompt)
+    assert listed is not None
+    read = [line[2:] for line in listed.group(1).splitlines()]
+    classified = SurfaceClassification(
+        items=[{"item": i, "classification": "ported"} for i in read], slice="all")
+    assert read == labels
+    assert classified.problems(labels) == []
+    # the run page finds each classified label's anchor in the surface the run saved
+    (tmp_path / "surface.json").write_text(report.model_dump_json())
+    (tmp_path / "classification.json").write_text(classified.model_dump_json())
+    rows, _ = runpage._surface(tmp_path)
+    assert [r["item"] for r in rows] == labels
+    assert all(r["anchor"].startswith("lib/rules_core/text_join.js:") for r in rows), rows
 
 
 def test_a_class_covers_every_method_branch_and_read(upstream: Any) -> None:

@@ -1,12 +1,11 @@
 """Re-record the replay cassettes of the bundled example tasks:
-``cassettes/<task slug>.<mode>.jsonl``, one per task and mode.
+``benchmarks/port-tasks/cassettes/<task slug>.<mode>.jsonl``, one per task and mode.
 
-``portwright eval run benchmarks/port-tasks/examples --replay .../cassettes`` plays the
-agents from these, with no model endpoint. They are fixtures, written by this script: it
-builds the tasks' repositories (``build_repos.py``), serves a scripted model on a local
-OpenAI-compatible endpoint (127.0.0.1) and runs ``portwright eval run --record`` against
-it in each mode, through the real openai SDK and the Docker sandbox, as a person with a
-model endpoint would (``--model``, ``PORTWRIGHT_MODEL__BASE_URL``, ``OPENAI_API_KEY``).
+``portwright eval run benchmarks/port-tasks/examples --replay benchmarks/port-tasks/cassettes``
+plays the agents from these, with no model endpoint. They are fixtures, written by this
+script: it builds the tasks' repositories (``build_repos.py``), serves a scripted model on
+a local OpenAI-compatible endpoint and runs ``portwright eval run --record`` against it in
+each mode (``../recording.py``, shared with the real pairs' recorder).
 
 The scripted model answers each task from its reference port (the ``reference/<row>``
 branch), the way a competent model would:
@@ -23,7 +22,6 @@ branch), the way a competent model would:
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -34,15 +32,13 @@ from typing import TYPE_CHECKING
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(ROOT))
 from build_repos import build_repos  # noqa: E402
+from recording import CASSETTES, MODEL, record, show  # noqa: E402
 
 if TYPE_CHECKING:
     from portwright.agents.offline import ScriptedModel
-
-CASSETTES = HERE / "cassettes"
-MODES = ("cycle", "loop")
-MODEL = "example-model"
 
 PYTEST = "python3 -m pytest -q -p no:cacheprovider tests >/dev/null 2>&1 && echo green"
 CMAKE = ("cmake -S . -B build >/dev/null 2>&1 && cmake --build build -j 2 >/dev/null 2>&1 "
@@ -99,18 +95,13 @@ TASKS = {
 """The rows of the bundled example tasks."""
 
 
-def _show(repo: Path, rev: str, path: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{path}"], check=True,
-                          capture_output=True, text=True).stdout
-
-
 def reference_files(repo: Path, row: str) -> tuple[dict[str, str], dict[str, str]]:
     """The files the reference port of ``row`` changes, as (tests, the rest)."""
     branch = f"reference/{row}"
     paths = subprocess.run(["git", "-C", str(repo), "diff", "--name-only", f"{branch}^",
                             branch], check=True, capture_output=True, text=True
                            ).stdout.split()
-    files = {path: _show(repo, branch, path) for path in paths}
+    files = {path: show(repo, branch, path) for path in paths}
     tests = {p: t for p, t in files.items() if p.startswith("tests/")}
     return tests, {p: t for p, t in files.items() if p not in tests}
 
@@ -136,33 +127,10 @@ def scripted_model(repos: Path) -> ScriptedModel:
 
 
 def main() -> int:
-    from pytest_httpserver import HTTPServer
-
-    from tests.workflows.fake_server import serve_model
-
     with tempfile.TemporaryDirectory(prefix="eval-record-") as name:
         scratch = Path(name)
         build_repos(scratch / "repos")
-        model = scripted_model(scratch / "repos")
-        server = HTTPServer(host="127.0.0.1")
-        server.start()
-        code = 0
-        try:
-            serve_model(server, model)
-            env = {**os.environ, "OPENAI_API_KEY": "recording",
-                   "PORTWRIGHT_MODEL__BASE_URL": server.url_for("/v1"),
-                   "PORTWRIGHT_STATE_DIR": str(scratch / "state")}
-            env.pop("PORTWRIGHT_REFUSE_REAL_MODELS", None)
-            for mode in MODES:
-                for old in CASSETTES.glob(f"*.{mode}.jsonl"):
-                    old.unlink()
-                done = subprocess.run(
-                    [sys.executable, "-m", "portwright", "eval", "run", str(HERE), "--mode",
-                     mode, "--model", MODEL, "--repos", str(scratch / "repos"), "--out",
-                     str(scratch / "out"), "--record", str(CASSETTES)], env=env, check=False)
-                code = code or done.returncode
-        finally:
-            server.stop()
+        code = record([HERE], scratch / "repos", scripted_model(scratch / "repos"), scratch)
     for cassette in sorted(CASSETTES.glob("*.jsonl")):
         print(f"recorded {cassette.relative_to(ROOT)}")
     return code
