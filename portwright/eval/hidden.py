@@ -68,14 +68,24 @@ def _files(task: ResolvedTask, rev: str) -> dict[str, tuple[str, str]]:
     return {path: (mode, sha) for mode, sha, path in plumbing.tree_entries(task.downstream, rev)}
 
 
+def _holds(tree: Path, path: str, data: bytes) -> bool:
+    """``path`` in ``tree`` is a regular file (reached without a link) holding ``data``."""
+    try:
+        return safefs.read_file(tree, path, cap=len(data)) == data
+    except (OSError, UnsafePath):
+        return False
+
+
 def _write(tree: Path, path: str, entry: tuple[str, str] | None, blobs: dict[str, bytes]) -> None:
-    """``path`` in ``tree`` as ``entry`` says (None: absent), never through a link."""
+    """``path`` in ``tree`` as ``entry`` says (None: absent), never through a link. A file
+    that holds the bytes already is left as it is (its time too: a build tree over it does
+    not rebuild what did not change)."""
     try:
         if entry is None:
             safefs.unlink(tree, path)
         elif entry[0] == "120000":
             logger.warning("%s is a symbolic link at the source: not written", path)
-        else:
+        elif not _holds(tree, path, blobs[entry[1]]):
             safefs.write_file(tree, path, blobs[entry[1]])
     except IsADirectoryError as exc:
         raise UnsafePath(path, "is a directory in the tree under test") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from types import ModuleType
 import pytest
 
 from portwright.eval.tasks import load_suite
+from portwright.eval.validate import validate
+from portwright.sandboxes.output import iter_log
 from tests.conftest import docker_engine_running
 from tests.eval.conftest import ROOT, portwright
 
@@ -75,6 +78,43 @@ def test_reference_branches_leave_main_as_the_demo_has_it(repos: Path, tmp_path:
         git(pystats, "rev-parse", "reference/moving-average")
 
 
+def _built(log: Path) -> set[str]:
+    """The sources a build's logged output says it compiled."""
+    out = b"".join(iter_log(log, "stdout")).decode()
+    return set(re.findall(r"Building CXX object CMakeFiles/[^/]+\.dir/(\S+)\.o", out))
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_port_that_does_not_build_is_invalid(repos: Path, tmp_path: Path) -> None:
+    """The port's build goes on from the parent's build tree: a source the port breaks is
+    compiled again and fails, the parent's objects notwithstanding."""
+    if not docker_engine_running():
+        pytest.skip("needs a running Docker engine (make engine)")
+    mine = tmp_path / "repos"
+    shutil.copytree(repos / "rmsnorm", mine / "rmsnorm", symlinks=True)
+    cpp = mine / "rmsnorm" / "rmsnorm-cpp"
+    git(cpp, "checkout", "-q", "-b", "broken-port", "reference/rmsnorm-fused-residual")
+    source = cpp / "src" / "rmsnorm.cpp"
+    source.write_text(source.read_text() + "\nthis does not compile;\n")
+    git(cpp, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "broken")
+    git(cpp, "checkout", "-q", "main")
+    task_file = tmp_path / "broken.toml"
+    task_file.write_text((SUITE / "rmsnorm" / "rmsnorm-fused-residual.toml").read_text()
+                         .replace('port = "reference/rmsnorm-fused-residual"',
+                                  'port = "broken-port"'))
+    (task,) = load_suite(task_file).tasks
+    record = validate(task, mine, tmp_path / "out")
+    assert record.valid is False
+    assert record.parent == {"RmsNorm.FusedResidual": False,
+                             "RmsNorm.FusedResidualShapeMismatch": False}
+    assert record.port == {"RmsNorm.FusedResidual": False,
+                           "RmsNorm.FusedResidualShapeMismatch": False}
+    assert record.reason == ("fails at port: RmsNorm.FusedResidual, "
+                             "RmsNorm.FusedResidualShapeMismatch")
+    assert record.regress_baseline == []  # nothing runs at the port
+
+
 def test_the_bundled_suite_loads() -> None:
     suite = load_suite(SUITE)
     assert [t.id for t in suite.tasks] == ["rmsnorm/rmsnorm-fused-residual",
@@ -122,6 +162,13 @@ def test_eval_validate_on_the_bundled_tasks_in_docker(repos: Path, tmp_path: Pat
     assert records["rmsnorm/rmsnorm-fused-residual"]["port"] == {
         "RmsNorm.FusedResidual": True, "RmsNorm.FusedResidualShapeMismatch": True}
     assert not list((out / "validation").glob("*.trees"))  # the port is not left behind
+    # one tree: the port's build redoes only what the port changed over the parent's
+    logs = out / "validation" / "rmsnorm--rmsnorm-fused-residual.logs"
+    at_parent, at_port = (_built(logs / phase / "0001-sh.log") for phase in ("parent", "port"))
+    assert at_parent == {"tests/check.cpp", "src/rmsnorm.cpp", "tools/rmsnorm_cli.cpp",
+                         "tests/test_rmsnorm.cpp"}
+    assert at_port == {"src/rmsnorm.cpp", "tools/rmsnorm_cli.cpp",  # include/rmsnorm.hpp
+                       "tests/test_rmsnorm.cpp"}
 
     again = portwright("eval", "validate", str(SUITE), "--repos", str(repos), "--out",
                        str(out), "--json")

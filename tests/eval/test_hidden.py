@@ -3,6 +3,7 @@ paths put into a tree; one command per id for ``exit``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -161,3 +162,32 @@ def test_apply_hidden_takes_the_port_and_restores_the_agents_tests(tmp_path: Pat
     with pytest.raises(UnsafePath):
         apply_hidden(ws.task, tree)
     assert list(outside.iterdir()) == []
+
+
+def test_apply_hidden_leaves_a_file_that_holds_the_bytes_as_it_is(tmp_path: Path) -> None:
+    """A hidden file already as the port has it keeps its time (a build over the tree does
+    not redo it); one that differs, or a link in its place, is handled as before."""
+    pair = build_pair(tmp_path / "repos")
+    path = tmp_path / "t.toml"
+    path.write_text(task_toml(pair))
+    task = load_suite(path).tasks[0]
+    ws = prepare(task, pair.repos, tmp_path / "work")
+    tree = ws.downstream
+    same, other = tree / "tests" / "test_sub.py", tree / "tests" / "test_add.py"
+    same.write_text(TEST_SUB)
+    other.write_text(TEST_ADD + "# changed\n")
+    for file in (same, other):
+        os.utime(file, ns=(10**18, 10**18))
+    apply_hidden(ws.task, tree)
+    assert same.read_text() == TEST_SUB
+    assert same.stat().st_mtime_ns == 10**18  # not written again
+    assert other.read_text() == TEST_ADD
+    assert other.stat().st_mtime_ns != 10**18
+
+    target = tmp_path / "elsewhere.py"
+    target.write_text(TEST_SUB)  # the bytes the port has, behind a link
+    same.unlink()
+    same.symlink_to(target)
+    with pytest.raises(UnsafePath):
+        apply_hidden(ws.task, tree)
+    assert target.read_text() == TEST_SUB
