@@ -32,7 +32,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from portwright.eval.hidden import apply_hidden, run_selection, run_tests, test_sandbox
+from portwright.eval.hidden import (
+    BuildCache,
+    apply_hidden,
+    run_selection,
+    run_tests,
+    test_sandbox,
+)
 from portwright.eval.repos import ResolvedTask, resolve
 from portwright.eval.tasks import PortTask
 from portwright.eval.workspace import Workspace, prepare
@@ -41,7 +47,8 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Progress", "ValidationRecord", "record_path", "validate", "validate_all"]
+__all__ = ["Progress", "ValidationRecord", "cache_path", "record_path", "validate",
+           "validate_all"]
 
 Progress = Callable[[str, str], None]
 """Told ``(task id, what is happening)``."""
@@ -77,6 +84,13 @@ def _key(task: PortTask, resolved: ResolvedTask) -> str:
 def record_path(out: Path, task: PortTask) -> Path:
     """Where the validation record of ``task`` is kept under the output folder ``out``."""
     return out / "validation" / f"{task.slug}.json"
+
+
+def cache_path(out: Path, task: PortTask) -> Path:
+    """The compiler cache of ``task`` under the output folder ``out``
+    (:class:`~portwright.eval.hidden.BuildCache`): written by the build at ``parent`` only,
+    read by every later build of the task."""
+    return out / "validation" / f"{task.slug}.ccache"
 
 
 def _cached(path: Path, key: str) -> ValidationRecord | None:
@@ -120,18 +134,20 @@ def _reason(parent: dict[str, bool], port: dict[str, bool]) -> str:
     return "; ".join(parts) or f"all {len(port)} hidden test(s) fail at parent and pass at port"
 
 
-def _observe(ws: Workspace, scratch: Path, logs: Path,
+def _observe(ws: Workspace, scratch: Path, logs: Path, cache: Path,
              say: Callable[[str], None]) -> tuple[dict[str, bool], dict[str, bool], list[str]]:
     """Hidden outcomes at parent and at port, and the regress baseline. One tree serves
     both: the port is checked out over the parent's, and its build only redoes what the
-    port changed."""
+    port changed. The parent's build fills the task's compiler cache; the port's only reads
+    it (nothing of the port goes into it)."""
     task = ws.task.task
     source = EnvSource(ws.downstream, ws.harness)
     regress = task.hidden.regress
     tree = _clone_at(ws.downstream, scratch / "tree", ws.harness)
     say("parent: building the environment and running the tests")
     with test_sandbox(task, tree, source=source, log_dir=logs / "parent",
-                      run_id=f"eval-validate-{task.slug}-parent") as sandbox:
+                      run_id=f"eval-validate-{task.slug}-parent",
+                      cache=BuildCache(cache, writable=True)) as sandbox:
         before = run_selection(task, sandbox, regress) if regress else {}
         written = apply_hidden(ws.task, tree)
         at_parent = run_tests(task, sandbox, task.hidden.tests)
@@ -139,7 +155,8 @@ def _observe(ws: Workspace, scratch: Path, logs: Path,
     apply_hidden(ws.task, tree)
     say("port: running the tests")
     with test_sandbox(task, tree, source=source, log_dir=logs / "port",
-                      run_id=f"eval-validate-{task.slug}-port") as sandbox:
+                      run_id=f"eval-validate-{task.slug}-port",
+                      cache=BuildCache(cache, writable=False)) as sandbox:
         at_port = run_tests(task, sandbox, task.hidden.tests)
         after = run_selection(task, sandbox, regress) if regress else {}
     baseline = sorted(i for i, ok in before.items() if ok and after.get(i))
@@ -166,8 +183,11 @@ def validate(task: PortTask, repos: Path, out: Path, *,
     scratch = path.with_suffix(".trees")
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
+    cache = cache_path(out, task)
+    shutil.rmtree(cache, ignore_errors=True)  # filled again from this parent alone
     try:
-        at_parent, at_port, baseline = _observe(ws, scratch, path.with_suffix(".logs"), say)
+        at_parent, at_port, baseline = _observe(ws, scratch, path.with_suffix(".logs"), cache,
+                                                say)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the port must not stay in the output
     valid = not any(at_parent.values()) and all(at_port.values())
