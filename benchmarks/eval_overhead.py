@@ -251,7 +251,7 @@ def main() -> int:
     if harness:
         print(f"harness per task: median {summary['harness_s_per_task_median']:.2f} s, "
               f"max {summary['harness_s_per_task_max']:.2f} s (goal 10 s)")
-    print(f"wrote {args.out.relative_to(ROOT)}")
+    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -165,11 +166,29 @@ class _WithEnv:
         return self.inner.exec(argv, timeout=timeout, env={**self.env, **(env or {})}, cwd=cwd)
 
 
+_HAS_CCACHE: dict[str, bool] = {}
+"""Image → whether it has ``ccache``, as asked of a sandbox of it (an image's tag names
+what it was built from: it does not change)."""
+_HAS_CCACHE_LOCK = threading.Lock()
+
+
+def _has_ccache(sandbox: Sandbox) -> bool:
+    image = getattr(sandbox, "image", None)
+    with _HAS_CCACHE_LOCK:
+        known = _HAS_CCACHE.get(image) if isinstance(image, str) else None
+    if known is not None:
+        return known
+    found = sandbox.exec(["sh", "-c", "command -v ccache"], timeout=60).ok
+    if isinstance(image, str):
+        with _HAS_CCACHE_LOCK:
+            _HAS_CCACHE[image] = found
+    return found
+
+
 def _with_cache(sandbox: Sandbox, cache: BuildCache, tree: Path) -> Sandbox:
     """``sandbox`` building through ``cache`` when its image has ``ccache``, else as it is
-    (asked before any command of the tree runs in it)."""
-    found = sandbox.exec(["sh", "-c", "command -v ccache"], timeout=60)
-    if not found.ok:
+    (asked before any command of the tree runs in it, once per image)."""
+    if not _has_ccache(sandbox):
         logger.info("no ccache in the sandbox's image: builds without a compiler cache")
         return sandbox
     return _WithEnv(sandbox, cache_env(cache, tree))
