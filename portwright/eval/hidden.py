@@ -45,7 +45,7 @@ from portwright.vcs import plumbing
 logger = logging.getLogger(__name__)
 
 __all__ = ["BuildCache", "apply_hidden", "cache_env", "changed_since", "run_selection",
-           "run_tests", "test_globs", "test_sandbox"]
+           "run_tests", "run_tests_and_selection", "test_globs", "test_sandbox"]
 
 
 def test_globs() -> list[str]:
@@ -254,6 +254,23 @@ def run_tests(task: PortTask, sandbox: Sandbox, ids: Sequence[str]) -> dict[str,
         return dict.fromkeys(ids, False)
     seen = parse_report(task.environment.report, _stdout(result), asked=ids)
     return {i: seen.get(i, False) for i in ids}
+
+
+def run_tests_and_selection(task: PortTask, sandbox: Sandbox, ids: Sequence[str],
+                            selectors: Sequence[str]) -> tuple[dict[str, bool], dict[str, bool]]:
+    """:func:`run_tests` of ``ids`` and :func:`run_selection` of ``selectors`` (none: an
+    empty selection). When ``test`` takes no ids (no ``{tests}``: the command runs every
+    test whatever is asked) and reports them, one run answers both."""
+    if not selectors:
+        return run_tests(task, sandbox, ids), {}
+    if task.environment.report == "exit" or PLACEHOLDER in task.environment.test:
+        return run_tests(task, sandbox, ids), run_selection(task, sandbox, selectors)
+    result = _run(task, sandbox, ids)
+    if _killed(result):
+        return dict.fromkeys(ids, False), {}
+    seen = parse_report(task.environment.report, _stdout(result), asked=ids)
+    return ({i: seen.get(i, False) for i in ids},
+            parse_report(task.environment.report, _stdout(result)))
 
 
 def run_selection(task: PortTask, sandbox: Sandbox, selectors: Sequence[str]) -> dict[str, bool]:

@@ -48,8 +48,7 @@ from portwright.errors import PortwrightError, UsageError
 from portwright.eval.hidden import (
     BuildCache,
     apply_hidden,
-    run_selection,
-    run_tests,
+    run_tests_and_selection,
     test_globs,
     test_sandbox,
 )
@@ -293,9 +292,8 @@ def score(ws: Workspace, head: str, record: ValidationRecord, tree: Path, *,
                       log_dir=tree.parent / "scored-logs", run_id=run_id,
                       cache=BuildCache(cache, writable=False)
                       if cache is not None and cache.is_dir() else None) as sandbox:
-        hidden = run_tests(task, sandbox, task.hidden.tests)
-        regress = run_selection(task, sandbox, task.hidden.regress) \
-            if task.hidden.regress else {}
+        hidden, regress = run_tests_and_selection(task, sandbox, task.hidden.tests,
+                                                  task.hidden.regress)
     return Score(passed=[i for i, ok in hidden.items() if ok],
                  failed=[i for i, ok in hidden.items() if not ok],
                  regressions=[i for i in record.regress_baseline if not regress.get(i)],

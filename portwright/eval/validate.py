@@ -37,6 +37,7 @@ from portwright.eval.hidden import (
     apply_hidden,
     run_selection,
     run_tests,
+    run_tests_and_selection,
     test_sandbox,
 )
 from portwright.eval.repos import ResolvedTask, resolve
@@ -157,8 +158,7 @@ def _observe(ws: Workspace, scratch: Path, logs: Path, cache: Path,
     with test_sandbox(task, tree, source=source, log_dir=logs / "port",
                       run_id=f"eval-validate-{task.slug}-port",
                       cache=BuildCache(cache, writable=False)) as sandbox:
-        at_port = run_tests(task, sandbox, task.hidden.tests)
-        after = run_selection(task, sandbox, regress) if regress else {}
+        at_port, after = run_tests_and_selection(task, sandbox, task.hidden.tests, regress)
     baseline = sorted(i for i, ok in before.items() if ok and after.get(i))
     return at_parent, at_port, baseline
 

@@ -11,7 +11,12 @@ from types import TracebackType
 import pytest
 
 from portwright.errors import UnsafePath
-from portwright.eval.hidden import apply_hidden, run_selection, run_tests
+from portwright.eval.hidden import (
+    apply_hidden,
+    run_selection,
+    run_tests,
+    run_tests_and_selection,
+)
 from portwright.eval.reports import MAX_IDS, MAX_LINE, parse_report
 from portwright.eval.tasks import PortTask, load_suite
 from portwright.eval.workspace import prepare
@@ -191,3 +196,23 @@ def test_apply_hidden_leaves_a_file_that_holds_the_bytes_as_it_is(tmp_path: Path
     with pytest.raises(UnsafePath):
         apply_hidden(ws.task, tree)
     assert target.read_text() == TEST_SUB
+
+
+def test_a_command_that_takes_no_ids_runs_once_for_the_hidden_tests_and_regress(
+        pair: Pair, tmp_path: Path) -> None:
+    gtest = _task(tmp_path, pair, '[environment]\ntest = "./all"\nreport = "gtest"')
+    out = "[       OK ] S.a\n[  FAILED  ] S.b\n[       OK ] S.c\n"
+    sandbox = FakeSandbox({"./all": result(1, out)})
+    assert run_tests_and_selection(gtest, sandbox, ["S.b", "S.z"], ["S.*"]) == (
+        {"S.b": False, "S.z": False}, {"S.a": True, "S.b": False, "S.c": True})
+    assert sandbox.commands == ["./all"]
+    killed = FakeSandbox({"./all": result(0, out, timed_out=True)})
+    assert run_tests_and_selection(gtest, killed, ["S.a"], ["S.*"]) == ({"S.a": False}, {})
+    assert run_tests_and_selection(gtest, sandbox, ["S.a"], []) == ({"S.a": True}, {})
+
+    pytest_task = _task(tmp_path, pair, '[environment]\ntest = "pt {tests}"')
+    summary = "=== short test summary info ===\nPASSED x::a\nFAILED x::b\n"
+    sandbox = FakeSandbox({"pt x::b": result(1, summary), "pt tests/": result(1, summary)})
+    assert run_tests_and_selection(pytest_task, sandbox, ["x::b"], ["tests/"]) == (
+        {"x::b": False}, {"x::a": True, "x::b": False})
+    assert sandbox.commands == ["pt x::b", "pt tests/"]  # the ids go into the command: two
