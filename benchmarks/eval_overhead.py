@@ -207,6 +207,7 @@ def main() -> int:
     if args.real is not None and args.repos is None:
         parser.error("--real needs --repos")
     passes: list[dict[str, Any]] = []
+    load_before = [round(x, 2) for x in os.getloadavg()]
     real: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pw-eval-overhead-") as scratch:
         repos = Path(scratch) / "repos"
@@ -244,6 +245,7 @@ def main() -> int:
         summary["real_harness_s_per_task_max"] = round(max(real_harness), 3)
     results = {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
                "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                           "load_average_at_start": load_before,
                            "load_average": [round(x, 2) for x in os.getloadavg()]},
                "summary": summary, "passes": passes, "real": real}
     args.out.parent.mkdir(parents=True, exist_ok=True)
