@@ -7,8 +7,13 @@ For each task, in a scratch folder of the output (removed afterwards: it holds t
 1. the workspace (:func:`~portwright.eval.workspace.prepare`);
 2. a clone of it at the harness commit: ``regress`` run as it is, then the hidden tests
    applied and run: every one must fail;
-3. a clone of the task's downstream at ``port``: the hidden tests applied and run: every one
-   must pass; ``regress`` run.
+3. the same clone at ``port`` (its commit fetched from the task's downstream, checked out
+   over the parent's tree so that a build there redoes only what the port changed): the
+   hidden tests applied and run: every one must pass; ``regress`` run.
+
+When the task's image has ``ccache``, step 2 fills the task's compiler cache
+(:func:`cache_path`, :class:`~portwright.eval.hidden.BuildCache`) and every later build of
+the task, step 3 and the scoring of runs, only reads it.
 
 The *regress baseline* is the ids that pass at ``parent`` and at ``port``: what a run's
 result must not fail (an id the real port itself drops or breaks is left out). Everything
