@@ -149,10 +149,9 @@ def cache_env(cache: BuildCache, tree: Path) -> dict[str, str]:
 class _WithEnv:
     """A sandbox whose every command gets ``env`` besides its own."""
 
-    name = "docker"
-
     def __init__(self, inner: Sandbox, env: Mapping[str, str]) -> None:
         self.inner, self.env = inner, dict(env)
+        self.name = inner.name
 
     def __enter__(self) -> Self:
         return self
