@@ -77,6 +77,25 @@ _AT_SHA_SIZE = 32
 _AT_SHA_LOCK = threading.Lock()
 
 
+def prefetch_texts(repo: Path, rev: str, paths: Sequence[str]) -> None:
+    """Read ``paths`` at ``rev`` (a full sha) in one git call, for the :func:`cite_around`
+    calls that follow; those that do not exist are left to them to report."""
+    if _FULL_SHA.fullmatch(rev) is None:
+        return
+    with _AT_SHA_LOCK:
+        wanted = [p for p in dict.fromkeys(paths) if (str(repo), rev, p) not in _AT_SHA]
+    if not wanted or len(wanted) > _AT_SHA_SIZE:
+        return  # more than are kept: each call reads its own
+    read = plumbing.show_many(repo, rev, wanted)
+    with _AT_SHA_LOCK:
+        for path in wanted:
+            data = read[path]
+            if data is not None:
+                _AT_SHA[(str(repo), rev, path)] = data.decode("utf-8", "surrogateescape")
+        while len(_AT_SHA) > _AT_SHA_SIZE:
+            _AT_SHA.popitem(last=False)
+
+
 def _file_texts(repo: Path, rev: str, paths: Sequence[str]) -> dict[str, str]:
     """Text of each of ``paths`` at ``rev``, those not yet read in one git call; a missing
     one is a :class:`ToolError`."""

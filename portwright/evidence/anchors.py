@@ -183,7 +183,9 @@ class BlobReader:
     def commit(self, rev: str) -> str:
         """Full sha of ``rev`` (cached); :class:`RevisionError` when it names no commit."""
         if rev not in self._revs:
-            sha = commit_sha(self.repo, rev)
+            # a full sha this process already found to be a commit there needs no lookup
+            known = plumbing.known_commit(path_of(self.repo), rev)
+            sha = rev if known else commit_sha(self.repo, rev)
             if sha is None:
                 raise RevisionError(
                     f"revision {rev!r} does not name a commit", file=str(self.repo.working_dir),

@@ -8,10 +8,10 @@ portwright's own records (matrices, ledger, specs, pin, AGENTS.md) are never sea
 
 Public API:
 
-- ``Downstream(repo: Path, index: HistoryIndex, config: PortwrightConfig)``
+- ``Downstream(repo: Path, index: HistoryIndex, config: PortwrightConfig, *, rev="HEAD")``
 - ``.judge(signal: Signal) -> Evidence``
 - ``.spellings(name) -> list[str]``, ``.name_history(name) -> list[CountChange]``,
-  ``.code_first(hits) -> tuple[list[Location], bool]``, ``.tree`` (a ``TreeView`` of HEAD)
+  ``.code_first(hits) -> tuple[list[Location], bool]``, ``.tree`` (a ``TreeView`` of ``rev``)
 """
 
 from __future__ import annotations
@@ -59,11 +59,12 @@ def _title_words(title: str) -> set[str]:
 class Downstream:
     """Downstream HEAD and history, searched by signal."""
 
-    def __init__(self, repo: Path, index: HistoryIndex, config: PortwrightConfig) -> None:
+    def __init__(self, repo: Path, index: HistoryIndex, config: PortwrightConfig, *,
+                 rev: str = "HEAD") -> None:
         self.repo = repo
         self.index = index
         self.records = record_globs(config)
-        self.tree = TreeView(repo, "HEAD", exclude=self.is_record)
+        self.tree = TreeView(repo, rev, exclude=self.is_record)
         self.path_map = dict(config.upstream.path_map)
         self.path_kinds = dict(config.upstream.path_kinds)
         self._kinds = {p: classify(p, self.path_kinds) for p in self.tree.paths}

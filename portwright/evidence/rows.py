@@ -95,8 +95,11 @@ def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
     upstream = check_repo(upstream, "upstream checkout")
     downstream = check_repo(downstream, "downstream repository")
     pin_sha, head_sha = rev_parse_many(upstream, [pin, config.upstream.branch])
-    index = index if index is not None else downstream_index(Project(downstream, config))
-    view = Downstream(downstream, index, config)
+    if index is None:  # brought up to HEAD just now: the tree read is of the same commit
+        index = downstream_index(Project(downstream, config))
+        view = Downstream(downstream, index, config, rev=index.head or "HEAD")
+    else:
+        view = Downstream(downstream, index, config)
     out: list[SymbolEvidence] = []
     for symbol in symbols:
         if _looks_like_path(symbol):

@@ -244,7 +244,7 @@ def check_reconciled(repo: Path, config: PortwrightConfig, *, base: str | None =
 # ------------------------------------------------------------------------- red-green
 
 def _commit_exists(repo: Path, sha: str) -> bool:
-    return plumbing.run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
+    return plumbing.is_commit(repo, sha)
 
 
 def _observed_ids(store: RunStore, record: EvidenceRecord) -> tuple[list[str], list[str]]:

@@ -152,18 +152,25 @@ def _looks_like_checkout(repo: Path) -> bool:
 
 def rev_parse(repo: Path, rev: str) -> str:
     """The full commit sha ``rev`` names in ``repo``, or a :class:`RevisionError` that says
-    why not (:func:`revision_error`)."""
+    why not (:func:`revision_error`). A full sha already found to be a commit of ``repo``
+    is its own answer, without a git process (:func:`is_commit`)."""
+    if known_commit(repo, rev):
+        return rev
     if rev.strip() and not rev.startswith("-"):
         done = run(repo, "rev-parse", "--verify", "--quiet", "--end-of-options",
                    f"{rev}^{{commit}}")
         if done.returncode == 0:
-            return done.stdout.decode().strip()
+            sha = done.stdout.decode().strip()
+            _remember_commits(repo, [sha])
+            return sha
     raise revision_error(repo, rev)
 
 
 def rev_parse_many(repo: Path, revs: list[str]) -> list[str]:
     """The full commit shas ``revs`` name, in one git call; when one names no commit, the
     :class:`RevisionError` of :func:`rev_parse` for the first such."""
+    if all(known_commit(repo, rev) for rev in revs):
+        return list(revs)
     if all(rev.strip() and not rev.startswith("-") for rev in revs):
         # no --end-of-options: without --verify, rev-parse prints it back; no revision
         # here starts with "-"
@@ -172,11 +179,55 @@ def rev_parse_many(repo: Path, revs: list[str]) -> list[str]:
         # each revision prints at least one line: as many lines as revisions is one each
         if done.returncode == 0 and len(shas) == len(revs) and all(
                 _FULL_HEX.fullmatch(sha) for sha in shas):
+            _remember_commits(repo, shas)
             return shas
     return [rev_parse(repo, rev) for rev in revs]
 
 
 _FULL_HEX = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+_COMMITS: dict[tuple[str, str], None] = {}
+"""``(repository folder, full sha)`` of each commit git named or found there so far, in
+this process: an object never changes, and git removes none that a branch or tag reaches
+(a commit a run or a user made stays, as long as something points at it)."""
+_COMMITS_LOCK = threading.Lock()
+_COMMITS_SIZE = 4096
+
+
+def _where(repo: Path) -> str:
+    """``repo`` as the key of what is remembered about it: absolute, links not followed
+    (another spelling of the same folder is only a miss)."""
+    return str(Path(repo).absolute())
+
+
+def known_commit(repo: Path, rev: str) -> bool:
+    """True when ``rev`` is a full sha already found to be a commit of ``repo``: never a
+    ref name, whose answer changes as the ref moves."""
+    if not _FULL_HEX.fullmatch(rev):
+        return False
+    with _COMMITS_LOCK:
+        return (_where(repo), rev) in _COMMITS
+
+
+def _remember_commits(repo: Path, shas: list[str]) -> None:
+    where = _where(repo)
+    with _COMMITS_LOCK:
+        for sha in shas:
+            if _FULL_HEX.fullmatch(sha):
+                _COMMITS[(where, sha)] = None
+        while len(_COMMITS) > _COMMITS_SIZE:
+            del _COMMITS[next(iter(_COMMITS))]
+
+
+def is_commit(repo: Path, sha: str) -> bool:
+    """True when ``sha`` names a commit of ``repo`` (``git cat-file -e sha^{commit}``); a
+    full sha found to be one before is answered without a git process."""
+    if known_commit(repo, sha):
+        return True
+    found = run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
+    if found:
+        _remember_commits(repo, [sha])
+    return found
 
 
 def revision_error(repo: Path, rev: str) -> RevisionError:
@@ -273,9 +324,36 @@ def _batch_blobs(data: bytes, paths: list[str]) -> dict[str, bytes | None]:
     return blobs
 
 
+_LISTINGS: dict[tuple[str, str], tuple[tuple[str, str, str], ...]] = {}
+"""The :func:`tree_entries` of the last few ``(repository folder, full sha)``: a commit's
+tree is fixed by its sha (a project's config, rules and matrix are read from the
+same commit, one after the other)."""
+_LISTINGS_LOCK = threading.Lock()
+_LISTINGS_SIZE = 8
+
+
 def tree_entries(repo: Path, rev: str) -> list[tuple[str, str, str]]:
     """``(mode, blob sha, path)`` of every file in the tree of ``rev`` (mode ``120000`` is a
-    symbolic link, ``100755`` an executable)."""
+    symbolic link, ``100755`` an executable); the listing of a full commit sha is asked of
+    git once per repository (the last few are kept), never that of a ref name."""
+    key = (_where(repo), rev)
+    fixed = _FULL_HEX.fullmatch(rev) is not None
+    if fixed:
+        with _LISTINGS_LOCK:
+            known = _LISTINGS.get(key)
+        if known is not None:
+            return list(known)
+    rows = _list_tree(repo, rev)
+    if fixed:
+        with _LISTINGS_LOCK:
+            _LISTINGS.pop(key, None)
+            _LISTINGS[key] = tuple(rows)
+            while len(_LISTINGS) > _LISTINGS_SIZE:
+                del _LISTINGS[next(iter(_LISTINGS))]
+    return rows
+
+
+def _list_tree(repo: Path, rev: str) -> list[tuple[str, str, str]]:
     out = git(repo, "ls-tree", "-r", "-z", "--full-tree", rev)
     rows: list[tuple[str, str, str]] = []
     for entry in out.split(b"\0"):
@@ -394,5 +472,6 @@ def head_commit(repo: Path) -> str:
     shas = done.stdout.decode("utf-8", "replace").split()
     if done.returncode == 0 and len(shas) == 2 and all(_FULL_HEX.fullmatch(s) for s in shas):
         _remember_tree(shas[0], shas[1])
+        _remember_commits(repo, shas[:1])
         return shas[0]
     return rev_parse(repo, "HEAD")

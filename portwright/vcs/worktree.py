@@ -40,14 +40,18 @@ def run_worktree(repo: Path, folder: Path, run_id: str, base: str) -> Path:
     if (folder / ".git").exists():
         return folder.resolve()
     branch = branch_name(run_id)
-    exists = plumbing.run(repo, "rev-parse", "--verify", "--quiet",
-                          f"refs/heads/{branch}").returncode == 0
     folder.parent.mkdir(parents=True, exist_ok=True)
-    plumbing.git(repo, "worktree", "prune")
-    if exists:
-        plumbing.git(repo, "worktree", "add", "--quiet", str(folder), branch)
-    else:
-        plumbing.git(repo, "worktree", "add", "--quiet", "-b", branch, str(folder), base)
+    new = ["worktree", "add", "--quiet", "-b", branch, str(folder), base]
+    if plumbing.run(repo, *new).returncode != 0:
+        # the branch exists (a resumed run whose worktree is gone), or a worktree deleted
+        # without git (its folder removed by hand, a crash) is still registered and holds
+        # the path or the branch: forget those, then add on the branch if it is there now
+        # (``add -b`` makes it before it finds the path taken), else on a new one
+        plumbing.git(repo, "worktree", "prune")
+        exists = plumbing.run(repo, "rev-parse", "--verify", "--quiet",
+                              f"refs/heads/{branch}").returncode == 0
+        plumbing.git(repo, *(["worktree", "add", "--quiet", str(folder), branch] if exists
+                             else new))
     logger.info("run %s works in %s on %s", run_id, folder, branch)
     return folder.resolve()
 

@@ -70,3 +70,45 @@ def test_head_commit_of_a_repository_without_commits(tmp_path: Path) -> None:
     empty = GitRepo(tmp_path / "empty")
     with pytest.raises(RevisionError, match="no commits yet"):
         plumbing.head_commit(empty.path)
+
+
+def test_a_full_sha_found_once_is_answered_again_but_a_ref_name_is_asked_each_time(
+        repo: GitRepo, tmp_path: Path) -> None:
+    first = plumbing.rev_parse(repo.path, "HEAD")
+    assert plumbing.known_commit(repo.path, first)
+    assert not plumbing.known_commit(repo.path, "HEAD")  # a ref moves: never remembered
+    second = repo.commit("third", {"a.txt": "a3\n"})
+    assert plumbing.rev_parse(repo.path, "HEAD") == second != first
+    assert plumbing.rev_parse_many(repo.path, [first, "HEAD"]) == [first, second]
+    assert plumbing.rev_parse(repo.path, first) == first
+    # what is remembered is a commit of this repository, not of any other
+    other = GitRepo(tmp_path / "other")
+    other.commit("elsewhere", {"x.txt": "x\n"})
+    assert not plumbing.known_commit(other.path, first)
+    assert not plumbing.is_commit(other.path, first)
+    with pytest.raises(RevisionError, match="does not exist"):
+        plumbing.rev_parse(other.path, first)
+    # a tree's or a blob's sha is not a commit, however often it is asked
+    tree = repo.git("rev-parse", "HEAD^{tree}")
+    for _ in range(2):
+        assert not plumbing.is_commit(repo.path, tree)
+        with pytest.raises(RevisionError, match="names a tree"):
+            plumbing.rev_parse(repo.path, tree)
+    # a commit git made here (head_commit) is one without asking again
+    made = repo.commit("fourth", {"a.txt": "a4\n"})
+    assert plumbing.head_commit(repo.path) == made
+    assert plumbing.known_commit(repo.path, made)
+    assert plumbing.is_commit(repo.path, made)
+
+
+def test_the_listing_of_a_commit_is_kept_and_that_of_a_ref_is_not(repo: GitRepo) -> None:
+    sha = repo.head()
+    listed = plumbing.tree_entries(repo.path, sha)
+    assert {p for _, _, p in listed} == {"a.txt", "dir/b c.txt", "dir/d/e.txt", "link"}
+    listed.clear()  # the caller's own list: what is kept is not changed by it
+    again = plumbing.tree_entries(repo.path, sha)
+    assert again == plumbing.tree_entries(repo.path, "HEAD")
+    assert len(again) == 4
+    repo.commit("third", {"new.txt": "n\n"})
+    assert "new.txt" in {p for _, _, p in plumbing.tree_entries(repo.path, "HEAD")}
+    assert "new.txt" not in {p for _, _, p in plumbing.tree_entries(repo.path, sha)}

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field
 
 from portwright.agents.evidence import render_row_evidence
-from portwright.agents.prompting import Excerpt, cite_around
+from portwright.agents.prompting import Excerpt, cite_around, prefetch_texts
 from portwright.agents.results import GapVerdict
 from portwright.agents.roles.base import READ_TOOLS, Role, RoleContext
 from portwright.agents.tools import Workspace
@@ -45,9 +45,11 @@ def context_from_evidence(found: RowEvidence, upstream: Path, *, rules_prose: st
     """The gap verifier's context from the framework's row evidence: the evidence as text and
     the upstream ranges (at the pin) around the first ``per_symbol`` hits of each symbol."""
     excerpts: list[Excerpt] = []
-    for item in found.symbols:
-        hits = [(loc.path, loc.line) for loc in item.upstream_at_pin[:per_symbol]]
-        excerpts += cite_around(upstream, found.pin, hits, why=f"{item.symbol} at the pin")
+    hits = [[(loc.path, loc.line) for loc in item.upstream_at_pin[:per_symbol]]
+            for item in found.symbols]
+    prefetch_texts(upstream, found.pin, [path for of in hits for path, _ in of])
+    for item, of in zip(found.symbols, hits, strict=True):
+        excerpts += cite_around(upstream, found.pin, of, why=f"{item.symbol} at the pin")
     return GapContext(rules_prose=rules_prose, symbols=[s.symbol for s in found.symbols],
                       upstream_name=upstream_name, pin=found.pin, row=row,
                       evidence=render_row_evidence(found), excerpts=excerpts)
