@@ -221,13 +221,11 @@ def _remember_commits(repo: Path, shas: list[str]) -> None:
 
 def is_commit(repo: Path, sha: str) -> bool:
     """True when ``sha`` names a commit of ``repo`` (``git cat-file -e sha^{commit}``); a
-    full sha found to be one before is answered without a git process."""
+    full sha found to be one before is answered without a git process. What git answers
+    here is not remembered: a tag's sha names a commit too, but is not one."""
     if known_commit(repo, sha):
         return True
-    found = run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
-    if found:
-        _remember_commits(repo, [sha])
-    return found
+    return run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
 
 
 def revision_error(repo: Path, rev: str) -> RevisionError:

@@ -112,3 +112,14 @@ def test_the_listing_of_a_commit_is_kept_and_that_of_a_ref_is_not(repo: GitRepo)
     repo.commit("third", {"new.txt": "n\n"})
     assert "new.txt" in {p for _, _, p in plumbing.tree_entries(repo.path, "HEAD")}
     assert "new.txt" not in {p for _, _, p in plumbing.tree_entries(repo.path, sha)}
+
+
+def test_a_tag_that_names_a_commit_is_not_remembered_as_one(repo: GitRepo) -> None:
+    repo.git("tag", "-a", "-m", "v1", "v1")
+    tag, commit = repo.git("rev-parse", "v1"), repo.head()
+    assert tag != commit
+    assert plumbing.is_commit(repo.path, tag)  # what it points at is one
+    assert not plumbing.known_commit(repo.path, tag)
+    for _ in range(2):  # its commit, each time
+        assert plumbing.rev_parse(repo.path, tag) == commit
+        assert plumbing.rev_parse_many(repo.path, [tag]) == [commit]
