@@ -6,9 +6,13 @@ Public API:
   -> SurfaceReport`` (models in :mod:`.surfacemodels`)
 
 ``symbol`` names a function, a method or a class: ``layer_norm``, ``LayerNorm.forward``,
-``Scaler::scale`` (C++), optionally prefixed by the file that defines it
-(``src/norm.py::layer_norm``, or ``src/norm.py:layer_norm``); ``path::default`` is a
-JavaScript / TypeScript module's default export. A bare name defined in more than one
+``Scaler::scale`` (C++), ``Renderer.renderInlineAsText`` (a JavaScript prototype method,
+``rules.fence`` a method of an object literal), optionally prefixed by the file that
+defines it (``src/norm.py::layer_norm``, or ``src/norm.py:layer_norm``); ``path::default``
+is a JavaScript / TypeScript module's default export. In JavaScript, TypeScript, C, C++ and
+re2c files it may also name a module-level value (:mod:`.tsvalues`: a regular expression,
+a table, a ``#define``, a re2c rule), and an anonymous ``module.exports`` is named after its
+file (``lib/re.js::re``). A bare name defined in more than one
 place is ambiguous: the error lists every candidate as ``path::Name``. The definition is
 parsed at ``rev`` and every item gets an anchor ``path:line@sha``:
 
@@ -18,7 +22,10 @@ parsed at ``rev`` and every item gets an anchor ``path:line@sha``:
   operations, env, config, context-object and module-global reads, helpers;
 - JavaScript / TypeScript / C++ (tree-sitter, :mod:`.treesitter`): parameters (defaults and
   destructured options), every branch arm, guard returns as their own kind, throws, reads of
-  module-level values, helpers;
+  module-level values, helpers, and the properties of an object the function builds and
+  returns (``entry``);
+- a module-level value: the value (``value``) and its entries (``entry``: array and
+  initialiser elements, object properties, concatenated strings, regex alternatives);
 - tests, every language: ``test`` — each upstream test that references the symbol or a
   same-module function or class that uses it (pytest ids ``path::Class::test``, ``describe >
   it`` titles, ``TEST(Suite, Name)``) and its ``parametrize`` cases; ``fixture`` — data files
@@ -46,7 +53,7 @@ from portwright.evidence.surfacemodels import (
     SurfaceReport,
 )
 from portwright.pathkinds import classify, default_path_kinds
-from portwright.vcs.plumbing import check_repo, git, rev_parse, show, show_many
+from portwright.vcs.plumbing import check_repo, git, ls_tree, rev_parse, show, show_many
 
 __all__ = ["ItemKind", "SurfaceItem", "SurfaceReport", "enumerate_surface"]
 
@@ -82,15 +89,28 @@ def _split_symbol(symbol: str) -> tuple[str | None, list[str]]:
 
 
 def _grep_files(upstream: Path, sha: str, name: str) -> list[str]:
-    pattern = (rf"(def|class|function|fn|func|struct)[[:space:]]+{re.escape(name)}\b"
-               rf"|\b{re.escape(name)}[[:space:]]*(=|:)[[:space:]]*(async[[:space:]]+)?"
-               rf"(function|\()|\b{re.escape(name)}[[:space:]]*\(")
+    """Files that may define ``name``: a function or class, a value assigned at the start
+    of a line (``var X =``, ``#define X``, ``X[] = {``, a re2c rule), and, for an
+    anonymous module export named by its file, the files of that stem."""
+    word = re.escape(name)
+    pattern = (rf"(def|class|function|fn|func|struct|define)[[:space:]]+{word}\b"
+               rf"|\b{word}[[:space:]]*(=|:)[[:space:]]*(async[[:space:]]+)?"
+               rf"(function|\()|\b{word}[[:space:]]*\("
+               rf"|(var|let|const|exports\.)[[:space:]]*{word}[[:space:]]*="
+               rf"|^[[:space:]]*{word}[[:space:]]*=[^=]"
+               rf"|\b{word}[[:space:]]*(\[[^]]*\])+[[:space:]]*=")
     out = git(upstream, "grep", "-l", "-I", "-E", "-e", pattern, sha, "--", ok_codes=(0, 1))
     paths = [line.split(":", 1)[1] for line in out.decode("utf-8", "replace").splitlines()]
-    return [p for p in paths if _language(p) is not None]
+    stems = [path for _, path in ls_tree(upstream, sha)
+             if posixpath.splitext(posixpath.basename(path))[0] == name]
+    return [p for p in dict.fromkeys(paths + stems) if _language(p) is not None]
 
 
-def _defined_in(language: Language, data: bytes, parts: list[str]) -> list[str]:
+def _stem(path: str) -> str:
+    return posixpath.splitext(posixpath.basename(path))[0]
+
+
+def _defined_in(language: Language, data: bytes, parts: list[str], path: str) -> list[str]:
     """Dotted names of the definitions ``parts`` can mean in one file."""
     if language == "python":
         found = definitions(data.decode("utf-8", "replace"), parts[-1])
@@ -99,7 +119,7 @@ def _defined_in(language: Language, data: bytes, parts: list[str]) -> list[str]:
             if len(parts) > 1 else found
     from portwright.evidence import treesitter
 
-    return treesitter.definitions(language, data, parts)
+    return treesitter.definitions(language, data, parts, _stem(path))
 
 
 def _candidates(upstream: Path, sha: str, parts: list[str],
@@ -113,7 +133,7 @@ def _candidates(upstream: Path, sha: str, parts: list[str],
         data = blobs[path]
         if language is None or data is None:
             continue
-        out += [(path, dotted) for dotted in _defined_in(language, data, parts)]
+        out += [(path, dotted) for dotted in _defined_in(language, data, parts, path)]
     return sorted(out, key=lambda c: (classify(c[0], path_kinds) == "tests",
                                       _language(c[0]) != "python", c))
 
@@ -173,7 +193,8 @@ def _analyse(language: Language, data: bytes, parts: list[str],
         return python_surface(data.decode("utf-8", "replace"), parts, anchor)
     from portwright.evidence import treesitter
 
-    return treesitter.surface(language, data, parts, anchor.path, anchor.sha)
+    return treesitter.surface(language, data, parts, anchor.path, anchor.sha,
+                              _stem(anchor.path))
 
 
 # -- tests -----------------------------------------------------------------------------
