@@ -222,11 +222,13 @@ def _file_names(path: str, text: str, lines: set[int],
     anonymous module export named by its file) as ``path::name``, since such a name may be
     defined in more than one file or not be written at all."""
     from portwright.errors import PortwrightError
+    from portwright.evidence import pyvalues
     from portwright.evidence.signals import touched_definitions
     from portwright.evidence.treesitter import touched_values
 
     try:
-        values = touched_values(path, text.encode("utf-8"), lines | gone)
+        values = pyvalues.touched_values(text, lines | gone) if path.endswith(".py") else \
+            touched_values(path, text.encode("utf-8"), lines | gone)
     except PortwrightError:  # no grammar for the language
         values = []
     rest = {n for n in lines if not any(first <= n <= last for _, first, last in values)}

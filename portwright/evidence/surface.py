@@ -24,7 +24,8 @@ parsed at ``rev`` and every item gets an anchor ``path:line@sha``:
   destructured options), every branch arm, guard returns as their own kind, throws, reads of
   module-level values, helpers, and the properties of an object the function builds and
   returns (``entry``);
-- a module-level value: the value (``value``) and its entries (``entry``: array and
+- a module-level value (a Python module constant too, :mod:`.pyvalues`): the value
+  (``value``) and its entries (``entry``: array and
   initialiser elements, object properties, concatenated strings, regex alternatives);
 - tests, every language: ``test`` — each upstream test that references the symbol or a
   same-module function or class that uses it (pytest ids ``path::Class::test``, ``describe >
@@ -45,6 +46,7 @@ from portwright.errors import UsageError
 from portwright.evidence import names
 from portwright.evidence.lexer import family
 from portwright.evidence.pysurface import definitions, python_surface
+from portwright.evidence.pyvalues import value_definitions, value_surface
 from portwright.evidence.surfacemodels import (
     LANGUAGES,
     ItemKind,
@@ -97,7 +99,7 @@ def _grep_files(upstream: Path, sha: str, name: str) -> list[str]:
                rf"|\b{word}[[:space:]]*(=|:)[[:space:]]*(async[[:space:]]+)?"
                rf"(function|\()|\b{word}[[:space:]]*\("
                rf"|(var|let|const|exports\.)[[:space:]]*{word}[[:space:]]*="
-               rf"|^[[:space:]]*{word}[[:space:]]*=[^=]"
+               rf"|^[[:space:]]*{word}[[:space:]]*(=[^=]|:[^:])"
                rf"|\b{word}[[:space:]]*(\[[^]]*\])+[[:space:]]*=")
     out = git(upstream, "grep", "-l", "-I", "-E", "-e", pattern, sha, "--", ok_codes=(0, 1))
     paths = [line.split(":", 1)[1] for line in out.decode("utf-8", "replace").splitlines()]
@@ -113,10 +115,12 @@ def _stem(path: str) -> str:
 def _defined_in(language: Language, data: bytes, parts: list[str], path: str) -> list[str]:
     """Dotted names of the definitions ``parts`` can mean in one file."""
     if language == "python":
-        found = definitions(data.decode("utf-8", "replace"), parts[-1])
+        text = data.decode("utf-8", "replace")
+        found = definitions(text, parts[-1])
         wanted = ".".join(parts)
-        return [d for d in found if d == wanted or d.endswith("." + wanted)] \
-            if len(parts) > 1 else found
+        if len(parts) > 1:
+            return [d for d in found if d == wanted or d.endswith("." + wanted)]
+        return found or value_definitions(text, parts[0])
     from portwright.evidence import treesitter
 
     return treesitter.definitions(language, data, parts, _stem(path))
@@ -190,7 +194,11 @@ def enumerate_surface(upstream: Path, symbol: str, rev: str, *,
 def _analyse(language: Language, data: bytes, parts: list[str],
              anchor: _Anchor) -> tuple[str, list[SurfaceItem], set[str]] | None:
     if language == "python":
-        return python_surface(data.decode("utf-8", "replace"), parts, anchor)
+        text = data.decode("utf-8", "replace")
+        found = python_surface(text, parts, anchor)
+        if found is None and len(parts) == 1:
+            return value_surface(text, parts[0], anchor)
+        return found
     from portwright.evidence import treesitter
 
     return treesitter.surface(language, data, parts, anchor.path, anchor.sha,

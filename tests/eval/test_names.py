@@ -85,3 +85,29 @@ def test_change_names_name_module_values_by_their_file_and_never_a_local(
     rule = up.commit("rule", {"src/scanners.re": RULES.replace("'meta'|", ""),
                               "src/scanners.c": GENERATED.replace("return 0", "return 1")})
     assert change_names(up.path, [rule]) == ["src/scanners.re::blocktagname"]
+
+
+PY = '''"""Block tags."""
+
+__all__ = ["BLOCK_TAGS"]
+
+BLOCK_TAGS = [
+    "main",
+    "meta",
+    "nav",
+]
+
+
+def is_block(tag):
+    return tag in BLOCK_TAGS
+'''
+
+
+def test_change_names_name_python_module_constants(tmp_path: Path) -> None:
+    up = GitRepo(tmp_path / "up")
+    up.commit("initial", {"pkg/tags.py": PY})
+    removed = up.commit("meta", {"pkg/tags.py": PY.replace('    "meta",\n', "")})
+    assert change_names(up.path, [removed]) == ["pkg/tags.py::BLOCK_TAGS"]
+    both = up.commit("nav", {"pkg/tags.py": PY.replace('    "meta",\n', "").replace(
+        "return tag in", "return tag.lower() in")})
+    assert change_names(up.path, [both]) == ["is_block"]  # a function: the values wait

@@ -252,3 +252,50 @@ def test_c_tables_and_defines_and_re2c_rules(upstream: Any) -> None:
     define = enumerate_surface(upstream.path, "src/tags.c::MAX_TAG", "HEAD")
     assert _items(define) == [("value", "MAX_TAG", "#define MAX_TAG 32",
                                "src/tags.c:3")]
+
+
+PY_CONSTANTS = '''import re
+
+__all__ = ["BLOCK_TAGS"]
+
+BLOCK_TAGS = [
+    "address",
+    "nav",
+]
+NAMES = BLOCK_TAGS
+RE_FENCE = re.compile(r"^`{3,}|^~{3,}")
+ENTITIES: dict[str, str] = {"amp": "&", "lt": "<"}
+DECLARATION = "<![A-Za-z]+" + "[^>]*>"
+
+
+def is_block(tag):
+    local = [tag]
+    return tag in BLOCK_TAGS and bool(local)
+'''
+
+
+def test_python_module_constants_are_definitions(make_repo: Any) -> None:
+    repo = make_repo("upstream")
+    repo.commit("constants", {"pkg/common.py": PY_CONSTANTS,
+                              "tests/test_common.py": "from pkg.common import is_block\n\n"
+                                                      "def test_nav():\n"
+                                                      "    assert is_block('nav')\n"})
+    tags = enumerate_surface(repo.path, "BLOCK_TAGS", "HEAD")
+    assert tags.language == "python"
+    assert _items(tags) == [
+        ("value", "BLOCK_TAGS", 'BLOCK_TAGS = [ "address", "nav", ]', "pkg/common.py:5"),
+        ("entry", "BLOCK_TAGS[0]", '"address"', "pkg/common.py:6"),
+        ("entry", "BLOCK_TAGS[1]", '"nav"', "pkg/common.py:7")]
+    # a test of a function that reads it is a test of it
+    assert [i.name for i in tags.of_kind("test")] == ["tests/test_common.py::test_nav"]
+    fence = enumerate_surface(repo.path, "RE_FENCE", "HEAD")
+    assert [(i.name, i.detail) for i in fence.of_kind("entry")] == [
+        ("RE_FENCE alternative 0", "^`{3,}"), ("RE_FENCE alternative 1", "^~{3,}")]
+    entities = enumerate_surface(repo.path, "ENTITIES", "HEAD")
+    assert [i.name for i in entities.of_kind("entry")] == ['ENTITIES["amp"]',
+                                                           'ENTITIES["lt"]']
+    declaration = enumerate_surface(repo.path, "DECLARATION", "HEAD")
+    assert [i.detail for i in declaration.of_kind("entry")] == ['"<![A-Za-z]+"', '"[^>]*>"']
+    for name in ("local", "NAMES", "__all__"):  # a local, an alias, module plumbing
+        with pytest.raises(Exception, match="no definition"):
+            enumerate_surface(repo.path, name, "HEAD")
