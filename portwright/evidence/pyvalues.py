@@ -6,7 +6,8 @@ analysers (:mod:`.tsvalues`); assignments inside a function or a class are not. 
 the value (kind ``value``) and its entries (kind ``entry``, each anchored on its own line):
 the elements of a list, tuple or set (``X[2]``), the keys of a dict (``X['key']``), the
 operands of a string concatenation (``X part 1``), and the top-level alternatives of the
-pattern of a ``re.compile`` (``X alternative 0``).
+pattern of a ``re.compile`` (``X alternative 0``); a short one is named with its text too
+(``X[2] = "nav"``).
 
 Public API: ``value_definitions(text, name) -> list[str]``,
 ``value_surface(text, name, anchor) -> tuple[str, list[SurfaceItem], set[str]] | None``,
@@ -19,7 +20,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from portwright.evidence.surfacemodels import SurfaceItem
-from portwright.evidence.tsvalues import alternatives, detail
+from portwright.evidence.tsvalues import alternatives, detail, entry_name
 
 Anchor = Callable[[int], str]
 
@@ -65,17 +66,19 @@ def _entries(name: str, value: ast.expr, text: str) -> list[tuple[str, str, int]
         return detail(ast.get_source_segment(text, node) or ast.unparse(node))
 
     if isinstance(value, ast.List | ast.Tuple | ast.Set):
-        return [(f"{name}[{i}]", source(e), e.lineno) for i, e in enumerate(value.elts)]
+        return [(entry_name(f"{name}[{i}]", source(e)), source(e), e.lineno)
+                for i, e in enumerate(value.elts)]
     if isinstance(value, ast.Dict):
         return [(f"{name}[{source(k)}]", source(v), k.lineno)
                 for k, v in zip(value.keys, value.values, strict=True) if k is not None]
     parts = _operands(value)
     if len(parts) > 1:
-        return [(f"{name} part {i}", source(p), p.lineno) for i, p in enumerate(parts)]
+        return [(entry_name(f"{name} part {i}", source(p)), source(p), p.lineno)
+                for i, p in enumerate(parts)]
     if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("compile") and \
             value.args and isinstance(value.args[0], ast.Constant) and \
             isinstance(value.args[0].value, str):
-        return [(f"{name} alternative {i}", detail(alt), value.lineno)
+        return [(entry_name(f"{name} alternative {i}", detail(alt)), detail(alt), value.lineno)
                 for i, (_, alt) in enumerate(alternatives(value.args[0].value))]
     return []
 

@@ -19,13 +19,14 @@ The items of a value: the value itself (kind ``value``, its whole text in the de
 its *entries* (kind ``entry``), what a change to the value adds, removes or reorders: the
 elements of an array or of an initialiser list (``X[4]``), the properties of an object
 (``X.key``), the operands of a string concatenation (``X part 2``) and the top-level
-alternatives of a regular expression or of a re2c rule (``X alternative 3``). Each has the
-anchor of its own line.
+alternatives of a regular expression or of a re2c rule (``X alternative 3``); a short one
+is named with its text too (``X[4] = /^<![A-Za-z]/``), since a spec lists the names. Each
+has the anchor of its own line.
 
 Public API: ``Value``, ``find_value(language, root, data, want, stem)``,
 ``value_names(language, root, data, stem)``, ``value_items(value, data, path, sha)``,
 ``module_values(...)``, ``entries(name, value, data)``, ``alternatives(pattern)``,
-``rules(text)``, ``rule_items(text, want, path, sha)``, ``detail(text)``.
+``rules(text)``, ``rule_items(text, want, path, sha)``, ``detail(text)``, ``entry_name``.
 """
 
 from __future__ import annotations
@@ -136,6 +137,16 @@ def detail(text: str) -> str:
     return collapsed if len(collapsed) <= MAX_DETAIL else collapsed[:MAX_DETAIL] + " …"
 
 
+SHORT_ENTRY = 60
+"""An entry this short (one line) is named with its text: ``html_blocks[44] = 'meta'``."""
+
+
+def entry_name(base: str, text: str) -> str:
+    """``base = text`` for a short entry, so a spec's table says which entry it is; else
+    ``base``."""
+    return f"{base} = {text}" if len(text) <= SHORT_ENTRY and "\n" not in text else base
+
+
 def alternatives(pattern: str) -> list[tuple[int, str]]:
     """The top-level ``|`` alternatives of a regular expression or re2c rule, with their
     offsets (outside groups, classes, quotes and escapes)."""
@@ -192,19 +203,20 @@ def entries(name: str, value: Any, data: bytes) -> list[tuple[str, str, int]]:
     kind = value.type
     children = [c for c in value.named_children if c.type != "comment"]
     if kind in ("array", "initializer_list"):
-        return [(f"{name}[{i}]", detail(node_text(data, c)), node_line(c))
-                for i, c in enumerate(children)]
+        return [(entry_name(f"{name}[{i}]", detail(node_text(data, c))),
+                 detail(node_text(data, c)), node_line(c)) for i, c in enumerate(children)]
     if kind == "object":
         return [(f"{name}.{_property_key(c, data)}", detail(node_text(data, c)), node_line(c))
                 for c in children]
     parts = _operands(value, data)
     if len(parts) > 1:
-        return [(f"{name} part {i}", detail(node_text(data, p)), node_line(p))
-                for i, p in enumerate(parts)]
+        return [(entry_name(f"{name} part {i}", detail(node_text(data, p))),
+                 detail(node_text(data, p)), node_line(p)) for i, p in enumerate(parts)]
     if kind == "regex":
         pattern = value.child_by_field_name("pattern")
         text = node_text(data, pattern) if pattern is not None else ""
-        return [(f"{name} alternative {i}", detail(alt), node_line(value))
+        return [(entry_name(f"{name} alternative {i}", detail(alt)), detail(alt),
+                 node_line(value))
                 for i, (_, alt) in enumerate(alternatives(text))]
     return []
 
@@ -248,7 +260,8 @@ def rule_items(text: str, want: str, path: str, sha: str) -> list[SurfaceItem] |
     name, definition, line = found
     items = [SurfaceItem(kind="value", name=name, detail=detail(f"{name} = {definition};"),
                          anchor=f"{path}:{line}@{sha}")]
-    items += [SurfaceItem(kind="entry", name=f"{name} alternative {i}", detail=detail(alt),
+    items += [SurfaceItem(kind="entry", name=entry_name(f"{name} alternative {i}", detail(alt)),
+                          detail=detail(alt),
                           anchor=f"{path}:{line}@{sha}")
               for i, (_, alt) in enumerate(alternatives(definition))]
     return items

@@ -142,9 +142,10 @@ def test_a_table_of_regular_expressions_is_a_definition_with_its_entries(upstrea
     report = enumerate_surface(upstream.path, "reHtmlBlockOpen", "HEAD")
     assert report.definition.split("@")[0] == "lib/blocks.js:3"
     assert _items(report)[1:] == [
-        ("entry", "reHtmlBlockOpen[0]", "/./", "lib/blocks.js:4"),
-        ("entry", "reHtmlBlockOpen[1]", "/^<(?:script|pre)(?:\\s|>|$)/i", "lib/blocks.js:5"),
-        ("entry", "reHtmlBlockOpen[2]", "/^<![A-Za-z]/", "lib/blocks.js:6"),
+        ("entry", "reHtmlBlockOpen[0] = /./", "/./", "lib/blocks.js:4"),
+        ("entry", "reHtmlBlockOpen[1] = /^<(?:script|pre)(?:\\s|>|$)/i",
+         "/^<(?:script|pre)(?:\\s|>|$)/i", "lib/blocks.js:5"),
+        ("entry", "reHtmlBlockOpen[2] = /^<![A-Za-z]/", "/^<![A-Za-z]/", "lib/blocks.js:6"),
     ]
     assert report.items[0].kind == "value"
     # a reader of the table is its user: no more than the value is asked for
@@ -159,13 +160,14 @@ def test_a_regular_expression_a_concatenation_and_an_export_are_definitions(
                                "reSetextHeadingLine = /^(?:=+|-+)[ \\t]*$/", "lib/blocks.js:9")]
     declaration = enumerate_surface(upstream.path, "DECLARATION", "HEAD")
     assert _items(declaration)[1:] == [
-        ("entry", "DECLARATION part 0", '"<![A-Za-z]+"', "lib/blocks.js:11"),
-        ("entry", "DECLARATION part 1", '"[^>]*>"', "lib/blocks.js:11")]
+        ("entry", 'DECLARATION part 0 = "<![A-Za-z]+"', '"<![A-Za-z]+"', "lib/blocks.js:11"),
+        ("entry", 'DECLARATION part 1 = "[^>]*>"', '"[^>]*>"', "lib/blocks.js:11")]
     assert [i.detail for i in declaration.of_kind("fixture")] == [
         "data file naming DECLARATION"]
     fence = enumerate_surface(upstream.path, "reFence", "HEAD")
     assert [(i.name, i.detail) for i in fence.of_kind("entry")] == [
-        ("reFence alternative 0", "^`{3,}"), ("reFence alternative 1", "^~{3,}")]
+        ("reFence alternative 0 = ^`{3,}", "^`{3,}"),
+        ("reFence alternative 1 = ^~{3,}", "^~{3,}")]
     exported = enumerate_surface(upstream.path, "reHeading", "HEAD")
     assert _items(exported) == [("value", "reHeading", "exports.reHeading = /^#{1,6}/",
                                  "lib/blocks.js:21")]
@@ -184,9 +186,11 @@ def test_a_table_defined_in_two_files_is_named_with_its_file(upstream: Any) -> N
     with pytest.raises(Exception, match="defined in 2 places"):
         enumerate_surface(upstream.path, "_rules", "HEAD")
     report = enumerate_surface(upstream.path, "lib/parser_block.js::_rules", "HEAD")
+    # a long entry is named by its place, a short one with its text too
     assert [(i.name, i.anchor.split("@")[0]) for i in report.of_kind("entry")] == [
         ("_rules[0]", "lib/parser_block.js:2"), ("_rules[1]", "lib/parser_block.js:3"),
-        ("_rules[2]", "lib/parser_block.js:4")]
+        ("_rules[2] = [ 'paragraph', require('./rules_block/paragraph') ]",
+         "lib/parser_block.js:4")]
     assert report.of_kind("entry")[1].detail.startswith("[ 'html_block',")
 
 
@@ -198,8 +202,8 @@ def test_an_anonymous_module_export_is_named_by_its_file(upstream: Any) -> None:
         "value", "html_blocks", "lib/common/html_blocks.js:3")
     assert "anonymous module export of lib/common/html_blocks.js" in first.detail
     assert [(i.name, i.detail) for i in tags.of_kind("entry")] == [
-        ("html_blocks[0]", "'address'"), ("html_blocks[1]", "'menuitem'"),
-        ("html_blocks[2]", "'nav'")]
+        ("html_blocks[0] = 'address'", "'address'"),
+        ("html_blocks[1] = 'menuitem'", "'menuitem'"), ("html_blocks[2] = 'nav'", "'nav'")]
 
     re_ = enumerate_surface(upstream.path, "lib/re.js::re", "HEAD")
     assert (re_.items[0].kind, re_.items[0].name) == ("function", "re")
@@ -238,7 +242,7 @@ def test_c_tables_and_defines_and_re2c_rules(upstream: Any) -> None:
     assert _items(rule) == [
         ("value", "blocktagname", "blocktagname = 'address'|'article'|'nav'|'ul';",
          "src/scanners.re:20"),
-        *[("entry", f"blocktagname alternative {i}", tag, "src/scanners.re:20")
+        *[("entry", f"blocktagname alternative {i} = {tag}", tag, "src/scanners.re:20")
           for i, tag in enumerate(["'address'", "'article'", "'nav'", "'ul'"])]]
     assert enumerate_surface(upstream.path, "tagname", "HEAD").definition.split("@")[0] == \
         "src/scanners.re:18"
@@ -247,8 +251,8 @@ def test_c_tables_and_defines_and_re2c_rules(upstream: Any) -> None:
         .kind == "function"
     table = enumerate_surface(upstream.path, "src/tags.c::block_tags", "HEAD")
     assert [(i.name, i.detail) for i in table.of_kind("entry")] == [
-        ("block_tags[0]", '"address"'), ("block_tags[1]", '"nav"'),
-        ("block_tags[2]", '"ul"')]
+        ('block_tags[0] = "address"', '"address"'), ('block_tags[1] = "nav"', '"nav"'),
+        ('block_tags[2] = "ul"', '"ul"')]
     define = enumerate_surface(upstream.path, "src/tags.c::MAX_TAG", "HEAD")
     assert _items(define) == [("value", "MAX_TAG", "#define MAX_TAG 32",
                                "src/tags.c:3")]
@@ -284,13 +288,14 @@ def test_python_module_constants_are_definitions(make_repo: Any) -> None:
     assert tags.language == "python"
     assert _items(tags) == [
         ("value", "BLOCK_TAGS", 'BLOCK_TAGS = [ "address", "nav", ]', "pkg/common.py:5"),
-        ("entry", "BLOCK_TAGS[0]", '"address"', "pkg/common.py:6"),
-        ("entry", "BLOCK_TAGS[1]", '"nav"', "pkg/common.py:7")]
+        ("entry", 'BLOCK_TAGS[0] = "address"', '"address"', "pkg/common.py:6"),
+        ("entry", 'BLOCK_TAGS[1] = "nav"', '"nav"', "pkg/common.py:7")]
     # a test of a function that reads it is a test of it
     assert [i.name for i in tags.of_kind("test")] == ["tests/test_common.py::test_nav"]
     fence = enumerate_surface(repo.path, "RE_FENCE", "HEAD")
     assert [(i.name, i.detail) for i in fence.of_kind("entry")] == [
-        ("RE_FENCE alternative 0", "^`{3,}"), ("RE_FENCE alternative 1", "^~{3,}")]
+        ("RE_FENCE alternative 0 = ^`{3,}", "^`{3,}"),
+        ("RE_FENCE alternative 1 = ^~{3,}", "^~{3,}")]
     entities = enumerate_surface(repo.path, "ENTITIES", "HEAD")
     assert [i.name for i in entities.of_kind("entry")] == ['ENTITIES["amp"]',
                                                            'ENTITIES["lt"]']
