@@ -198,13 +198,23 @@ def _property_key(node: Any, data: bytes) -> str:
     return text.strip("'\"")
 
 
+def _element(name: str, index: int, node: Any, data: bytes) -> str:
+    """``X[2] = 'nav'`` (:func:`entry_name`), or ``X[2] 'fence'`` for a row of a table whose
+    first cell is a string (a rule's name: a reordering of the table shows by name)."""
+    cells = [c for c in node.named_children if c.type != "comment"] \
+        if node.type in ("array", "initializer_list") else []
+    if cells and cells[0].type in ("string", "string_literal"):
+        return f"{name}[{index}] {node_text(data, cells[0])}"
+    return entry_name(f"{name}[{index}]", detail(node_text(data, node)))
+
+
 def entries(name: str, value: Any, data: bytes) -> list[tuple[str, str, int]]:
     """``(name, detail, line)`` of each entry of a value node (see the module docstring)."""
     kind = value.type
     children = [c for c in value.named_children if c.type != "comment"]
     if kind in ("array", "initializer_list"):
-        return [(entry_name(f"{name}[{i}]", detail(node_text(data, c))),
-                 detail(node_text(data, c)), node_line(c)) for i, c in enumerate(children)]
+        return [(_element(name, i, c, data), detail(node_text(data, c)), node_line(c))
+                for i, c in enumerate(children)]
     if kind == "object":
         return [(f"{name}.{_property_key(c, data)}", detail(node_text(data, c)), node_line(c))
                 for c in children]

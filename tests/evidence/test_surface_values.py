@@ -186,11 +186,11 @@ def test_a_table_defined_in_two_files_is_named_with_its_file(upstream: Any) -> N
     with pytest.raises(Exception, match="defined in 2 places"):
         enumerate_surface(upstream.path, "_rules", "HEAD")
     report = enumerate_surface(upstream.path, "lib/parser_block.js::_rules", "HEAD")
-    # a long entry is named by its place, a short one with its text too
+    # a row of a table is named by its first cell
     assert [(i.name, i.anchor.split("@")[0]) for i in report.of_kind("entry")] == [
-        ("_rules[0]", "lib/parser_block.js:2"), ("_rules[1]", "lib/parser_block.js:3"),
-        ("_rules[2] = [ 'paragraph', require('./rules_block/paragraph') ]",
-         "lib/parser_block.js:4")]
+        ("_rules[0] 'table'", "lib/parser_block.js:2"),
+        ("_rules[1] 'html_block'", "lib/parser_block.js:3"),
+        ("_rules[2] 'paragraph'", "lib/parser_block.js:4")]
     assert report.of_kind("entry")[1].detail.startswith("[ 'html_block',")
 
 
