@@ -111,3 +111,11 @@ def test_change_names_name_python_module_constants(tmp_path: Path) -> None:
     both = up.commit("nav", {"pkg/tags.py": PY.replace('    "meta",\n', "").replace(
         "return tag in", "return tag.lower() in")})
     assert change_names(up.path, [both]) == ["is_block"]  # a function: the values wait
+
+
+def test_the_cycle_takes_a_name_qualified_by_its_file_for_a_symbol() -> None:
+    from portwright.workflows.nodes_gap import _is_path
+
+    assert not _is_path("lib/re.js::re")
+    assert not _is_path("reHtmlBlockOpen")
+    assert _is_path("lib/re.js")
