@@ -146,11 +146,16 @@ def _pick(symbol: str, candidates: list[tuple[str, str]],
           path_kinds: Mapping[str, list[str]]) -> tuple[str, str]:
     """The one definition ``symbol`` means: in a source file, else in any file but a
     test's, else anywhere. A copy a port never carries (a generated bundle under ``dist/``,
-    a demo, a benchmark) makes no name ambiguous while the source defines it."""
+    a demo, a benchmark) makes no name ambiguous while the source defines it; nor does a
+    member of that name (``rules.fence``, ``Renderer.fence``) when one definition has the
+    bare name."""
     kinds = [classify(path, path_kinds) for path, _ in candidates]
     code = ([c for c, kind in zip(candidates, kinds, strict=True) if kind == "source"]
             or [c for c, kind in zip(candidates, kinds, strict=True) if kind != "tests"]
             or candidates)
+    bare = [c for c in code if c[1] == symbol]
+    if len(code) > 1 and len(bare) == 1 and "." not in symbol:
+        return bare[0]  # `fence`: the function of that name, not `rules.fence`, a member
     if len(code) > 1:
         listed = ", ".join(f"{path}::{dotted}" for path, dotted in code[:12])
         more = f" and {len(code) - 12} more" if len(code) > 12 else ""

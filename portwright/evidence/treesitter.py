@@ -274,26 +274,6 @@ def js_tests(language: str, data: bytes, name: str, path: str, sha: str) -> list
 # -- what a change touches -------------------------------------------------------------
 
 
-def _exports_names(node: Any) -> bool:
-    """A value that only re-exports names (``module.exports = { mean, sub }``,
-    ``exports.parse = parse``, ``= require('./x')``): module plumbing, no value of its own."""
-    if node.type in ("identifier", "member_expression", "call_expression"):
-        return node.type != "call_expression" or _calls(node, "require")
-    if node.type != "object":
-        return False
-    return all(c.type == "shorthand_property_identifier" or (
-        c.type == "pair" and c.child_by_field_name("value") is not None and
-        c.child_by_field_name("value").type in ("identifier", "member_expression"))
-        for c in node.named_children if c.type != "comment")
-
-
-def _calls(node: Any, prefix: str) -> bool:
-    """A call of the function named ``prefix``."""
-    callee = node.child_by_field_name("function")
-    return callee is not None and callee.type == "identifier" and \
-        callee.text.decode("utf-8", "replace") == prefix
-
-
 def touched_values(path: str, data: bytes, lines: set[int]) -> list[tuple[str, int, int]]:
     """``(name, first line, last line)`` of the module-level values of ``path``
     (:mod:`.tsvalues`: an anonymous module export named by its file's stem, a re2c rule) that
@@ -309,8 +289,8 @@ def touched_values(path: str, data: bytes, lines: set[int]) -> list[tuple[str, i
     root = parser(language).parse(data).root_node
     spans: list[tuple[str, int, int]] = []
     for value in tsvalues.module_values(base, root, data, stem):
-        if value.value is not None and (_exports_names(value.value) or (
-                value.value.type in JS_FUNCTIONS and not value.anonymous)):
+        if value.value is not None and value.value.type in JS_FUNCTIONS and \
+                not value.anonymous:
             continue
         spans.append((value.name, node_line(value.node), int(value.node.end_point[0]) + 1))
     if language == "re2c":

@@ -65,6 +65,8 @@ def js_owner(node: Any, data: bytes) -> str | None:
         if target is None:
             return None
         text = node_text(data, target)
+        if text in ("module", "exports", "module.exports"):
+            return None  # an export (`module.exports = function name`), not a member
         return text.removesuffix(".prototype") or None
     holder = parent.parent if parent is not None and parent.type == "pair" else parent
     if holder is None or holder.type != "object":

@@ -56,6 +56,24 @@ class Value:
     """Named by its module's file (an anonymous ``module.exports`` / default export)."""
 
 
+def reexports(node: Any, data: bytes) -> bool:
+    """A value that only names others (``module.exports = { mean, sub }``, ``exports.parse =
+    parse``, ``exports.x = require('./x')``): module plumbing, no value of its own."""
+    if node.type in ("identifier", "member_expression"):
+        return True
+    if node.type == "call_expression":
+        callee = node.child_by_field_name("function")
+        return callee is not None and node_text(data, callee) == "require"
+    if node.type != "object":
+        return False
+    for child in node.named_children:
+        value = child.child_by_field_name("value") if child.type == "pair" else child
+        if child.type != "comment" and (value is None or value.type not in (
+                "shorthand_property_identifier", "identifier", "member_expression")):
+            return False
+    return True
+
+
 def _js_statement(node: Any, data: bytes, stem: str | None) -> list[Value]:
     target = node
     if node.type == "export_statement":
@@ -82,6 +100,8 @@ def _js_statement(node: Any, data: bytes, stem: str | None) -> list[Value]:
     if left is None or right is None:
         return []
     text = node_text(data, left)
+    if reexports(right, data):
+        return []
     exported = _EXPORTS.match(text)
     if exported:
         return [Value(exported.group(1), inner, right)]

@@ -304,3 +304,25 @@ def test_python_module_constants_are_definitions(make_repo: Any) -> None:
     for name in ("local", "NAMES", "__all__"):  # a local, an alias, module plumbing
         with pytest.raises(Exception, match="no definition"):
             enumerate_surface(repo.path, name, "HEAD")
+
+
+def test_exports_are_no_owners_and_re_exports_no_values(make_repo: Any) -> None:
+    grammar_or_skip("javascript")
+    repo = make_repo("upstream")
+    repo.commit("rules", {
+        "lib/rules_block/fence.js": "module.exports = function fence(state) {\n"
+                                    "  return state.ok;\n};\n",
+        "lib/renderer.js": "var default_rules = {};\n"
+                           "default_rules.fence = function (tokens) { return ''; };\n",
+        "lib/helpers/index.js": "exports.fence = require('../rules_block/fence');\n"
+                                "exports.other = default_rules.fence;\n",
+    })
+    # the exported function's own name; a member of that name does not make it ambiguous,
+    # and a re-export (`exports.fence = require(…)`) is no definition
+    report = enumerate_surface(repo.path, "fence", "HEAD")
+    assert report.items[0].name == "fence"
+    assert report.definition.split("@")[0] == "lib/rules_block/fence.js:1"
+    member = enumerate_surface(repo.path, "default_rules.fence", "HEAD")
+    assert member.definition.split("@")[0] == "lib/renderer.js:2"
+    with pytest.raises(Exception, match="no definition of 'other'"):
+        enumerate_surface(repo.path, "other", "HEAD")
