@@ -36,7 +36,8 @@ if ! engine_up; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
   echo "› starting dockerd (log: /var/log/dockerd.log)"
-  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  # 9>&-: the daemon must not inherit the setup lock, or it holds it as long as it runs
+  nohup dockerd >/var/log/dockerd.log 2>&1 9>&- &
   for _ in $(seq 1 60); do
     engine_up && break
     sleep 0.5

@@ -19,10 +19,15 @@ the output does not name counts as failed, and so does every id of a command tha
 from __future__ import annotations
 
 import logging
+import os
 import shlex
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 from portwright import safefs
 from portwright.config import SandboxBackend, SandboxConfig
@@ -39,8 +44,8 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["apply_hidden", "changed_since", "run_selection", "run_tests", "test_globs",
-           "test_sandbox"]
+__all__ = ["BuildCache", "apply_hidden", "cache_env", "changed_since", "run_selection",
+           "run_tests", "run_tests_and_selection", "test_globs", "test_sandbox"]
 
 
 def test_globs() -> list[str]:
@@ -68,14 +73,24 @@ def _files(task: ResolvedTask, rev: str) -> dict[str, tuple[str, str]]:
     return {path: (mode, sha) for mode, sha, path in plumbing.tree_entries(task.downstream, rev)}
 
 
+def _holds(tree: Path, path: str, data: bytes) -> bool:
+    """``path`` in ``tree`` is a regular file (reached without a link) holding ``data``."""
+    try:
+        return safefs.read_file(tree, path, cap=len(data)) == data
+    except (OSError, UnsafePath):
+        return False
+
+
 def _write(tree: Path, path: str, entry: tuple[str, str] | None, blobs: dict[str, bytes]) -> None:
-    """``path`` in ``tree`` as ``entry`` says (None: absent), never through a link."""
+    """``path`` in ``tree`` as ``entry`` says (None: absent), never through a link. A file
+    that holds the bytes already is left as it is (its time too: a build tree over it does
+    not rebuild what did not change)."""
     try:
         if entry is None:
             safefs.unlink(tree, path)
         elif entry[0] == "120000":
             logger.warning("%s is a symbolic link at the source: not written", path)
-        else:
+        elif not _holds(tree, path, blobs[entry[1]]):
             safefs.write_file(tree, path, blobs[entry[1]])
     except IsADirectoryError as exc:
         raise UnsafePath(path, "is a directory in the tree under test") from exc
@@ -101,19 +116,106 @@ def apply_hidden(task: ResolvedTask, tree: Path) -> list[str]:
     return sorted(wanted)
 
 
+@dataclass(frozen=True)
+class BuildCache:
+    """A task's compiler cache (``ccache``): a folder its test sandboxes mount and point
+    ``ccache`` and CMake at, when the sandbox's image has ``ccache``.
+
+    Only a build of the task's own downstream at ``parent`` may write it (``eval
+    validate``'s first step); every other sandbox — the port's build, the scoring of what a
+    run left — mounts it read-only (and ``ccache`` is told so): code of a run can neither
+    poison it nor find the port in it, and no task reads another's."""
+
+    path: Path
+    writable: bool
+
+
+CCACHE_TEMP = "/tmp/ccache-tmp"
+"""Where ``ccache`` keeps its temporary files (the sandbox's own ``/tmp``: a read-only
+cache has no room for them)."""
+
+
+def cache_env(cache: BuildCache, tree: Path) -> dict[str, str]:
+    """The variables that make CMake compile through ``ccache`` into ``cache``, with paths
+    under ``tree`` hashed as relative ones (a tree elsewhere hits the same entries)."""
+    env = {"CCACHE_DIR": str(cache.path.resolve()), "CCACHE_BASEDIR": str(tree.resolve()),
+           "CCACHE_TEMPDIR": CCACHE_TEMP, "CMAKE_C_COMPILER_LAUNCHER": "ccache",
+           "CMAKE_CXX_COMPILER_LAUNCHER": "ccache"}
+    if not cache.writable:
+        env["CCACHE_READONLY"] = "1"
+    return env
+
+
+class _WithEnv:
+    """A sandbox whose every command gets ``env`` besides its own."""
+
+    def __init__(self, inner: Sandbox, env: Mapping[str, str]) -> None:
+        self.inner, self.env = inner, dict(env)
+        self.name = inner.name
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        return None
+
+    def exec(self, argv: Sequence[str], *, timeout: float | None = None,
+             env: Mapping[str, str] | None = None, cwd: Path | None = None) -> ExecResult:
+        return self.inner.exec(argv, timeout=timeout, env={**self.env, **(env or {})}, cwd=cwd)
+
+
+_HAS_CCACHE: dict[str, bool] = {}
+"""Image → whether it has ``ccache``, as asked of a sandbox of it (an image's tag names
+what it was built from: it does not change)."""
+_HAS_CCACHE_LOCK = threading.Lock()
+
+
+def _has_ccache(sandbox: Sandbox) -> bool:
+    image = getattr(sandbox, "image", None)
+    with _HAS_CCACHE_LOCK:
+        known = _HAS_CCACHE.get(image) if isinstance(image, str) else None
+    if known is not None:
+        return known
+    found = sandbox.exec(["sh", "-c", "command -v ccache"], timeout=60).ok
+    if isinstance(image, str):
+        with _HAS_CCACHE_LOCK:
+            _HAS_CCACHE[image] = found
+    return found
+
+
+def _with_cache(sandbox: Sandbox, cache: BuildCache, tree: Path) -> Sandbox:
+    """``sandbox`` building through ``cache`` when its image has ``ccache``, else as it is
+    (asked before any command of the tree runs in it, once per image)."""
+    if not _has_ccache(sandbox):
+        logger.info("no ccache in the sandbox's image: builds without a compiler cache")
+        return sandbox
+    return _WithEnv(sandbox, cache_env(cache, tree))
+
+
 @contextmanager
 def test_sandbox(task: PortTask, tree: Path, *, source: EnvSource, log_dir: Path,
-                 run_id: str) -> Iterator[Sandbox]:
+                 run_id: str, cache: BuildCache | None) -> Iterator[Sandbox]:
     """A Docker sandbox on ``tree`` running the environment image of ``task`` (its
-    ``setup`` built on ``image``, the lockfiles read from ``source``)."""
+    ``setup`` built on ``image``, the lockfiles read from ``source``); with ``cache``, its
+    compilers go through that :class:`BuildCache` when the image has ``ccache``."""
     from portwright.runs.keys import evidence_key_dir
+    from portwright.sandboxes.mounts import Mount
+    from portwright.sandboxes.ownership import command_identity
     from portwright.sandboxes.selection import open_sandbox
 
     env = task.environment
     config = SandboxConfig(backend=SandboxBackend.DOCKER, image=env.image, setup=env.setup)
+    mount = None
+    if cache is not None:
+        cache.path.mkdir(parents=True, exist_ok=True)
+        if cache.writable:  # the commands' user writes it (an unprivileged uid for root)
+            who = command_identity(tree)
+            os.chown(cache.path, who.uid, who.gid)
+        mount = Mount(cache.path, read_only=not cache.writable)
     with open_sandbox(config, worktree=tree, run_id=run_id, log_dir=log_dir,
-                      key_dir=evidence_key_dir(), source=source) as sandbox:
-        yield sandbox
+                      key_dir=evidence_key_dir(), source=source, cache=mount) as sandbox:
+        yield sandbox if cache is None else _with_cache(sandbox, cache, tree)
 
 
 def _command(task: PortTask, ids: Sequence[str]) -> str:
@@ -151,6 +253,23 @@ def run_tests(task: PortTask, sandbox: Sandbox, ids: Sequence[str]) -> dict[str,
         return dict.fromkeys(ids, False)
     seen = parse_report(task.environment.report, _stdout(result), asked=ids)
     return {i: seen.get(i, False) for i in ids}
+
+
+def run_tests_and_selection(task: PortTask, sandbox: Sandbox, ids: Sequence[str],
+                            selectors: Sequence[str]) -> tuple[dict[str, bool], dict[str, bool]]:
+    """:func:`run_tests` of ``ids`` and :func:`run_selection` of ``selectors`` (none: an
+    empty selection). When ``test`` takes no ids (no ``{tests}``: the command runs every
+    test whatever is asked) and reports them, one run answers both."""
+    if not selectors:
+        return run_tests(task, sandbox, ids), {}
+    if task.environment.report == "exit" or PLACEHOLDER in task.environment.test:
+        return run_tests(task, sandbox, ids), run_selection(task, sandbox, selectors)
+    result = _run(task, sandbox, ids)
+    if _killed(result):
+        return dict.fromkeys(ids, False), {}
+    seen = parse_report(task.environment.report, _stdout(result), asked=ids)
+    return ({i: seen.get(i, False) for i in ids},
+            parse_report(task.environment.report, _stdout(result)))
 
 
 def run_selection(task: PortTask, sandbox: Sandbox, selectors: Sequence[str]) -> dict[str, bool]:

@@ -46,9 +46,9 @@ from portwright.config import ModelBudget, ModelConfig, PortwrightConfig
 from portwright.environment import STATE_ENV, overlay, variable
 from portwright.errors import PortwrightError, UsageError
 from portwright.eval.hidden import (
+    BuildCache,
     apply_hidden,
-    run_selection,
-    run_tests,
+    run_tests_and_selection,
     test_globs,
     test_sandbox,
 )
@@ -56,7 +56,7 @@ from portwright.eval.modes import ModelSource, ModeOutcome, OnEvent, run_mode
 from portwright.eval.repos import resolve
 from portwright.eval.results import EvalReport, Failure, Mode, TaskResult
 from portwright.eval.tasks import PortTask, Suite
-from portwright.eval.validate import ValidationRecord, validate
+from portwright.eval.validate import ValidationRecord, cache_path, validate
 from portwright.eval.workspace import Workspace, prepare
 from portwright.gates.integrity import check_protected_paths, check_tamper
 from portwright.project import Project
@@ -227,7 +227,7 @@ def _attempt(task: PortTask, options: RunOptions, record: ValidationRecord, star
                        target=ws.task.commits[-1], model=source, on_event=told)
     told({"event": "task_progress", "what": "running the hidden tests"})
     scored = score(ws, outcome.head, record, where / "scored", run_id=f"eval-score-"
-                   f"{mode.value}-{task.slug}")
+                   f"{mode.value}-{task.slug}", cache=cache_path(options.out, task))
     failure, detail = _verdict(outcome, scored)
     model = source.client.model if source.client is not None else \
         _model_name(task, options, project)
@@ -277,10 +277,11 @@ class Score(BaseModel):
 
 
 def score(ws: Workspace, head: str, record: ValidationRecord, tree: Path, *,
-          run_id: str) -> Score:
+          run_id: str, cache: Path | None = None) -> Score:
     """Clone the workspace's downstream at ``head`` into ``tree`` (made afresh), run the
     integrity checks on its diff from the harness commit, apply the hidden tests, and run
-    them and ``regress`` in the task's sandbox."""
+    them and ``regress`` in the task's sandbox; its builds read the task's compiler
+    ``cache`` (read-only: the code under test cannot write it), when there is one."""
     task = ws.task.task
     if tree.exists():
         shutil.rmtree(tree)
@@ -293,10 +294,11 @@ def score(ws: Workspace, head: str, record: ValidationRecord, tree: Path, *,
     integrity = [f"{c.name}: {m}" for c in checks if not c.passed for m in c.messages]
     apply_hidden(ws.task, tree)
     with test_sandbox(task, tree, source=EnvSource(ws.downstream, ws.harness),
-                      log_dir=tree.parent / "scored-logs", run_id=run_id) as sandbox:
-        hidden = run_tests(task, sandbox, task.hidden.tests)
-        regress = run_selection(task, sandbox, task.hidden.regress) \
-            if task.hidden.regress else {}
+                      log_dir=tree.parent / "scored-logs", run_id=run_id,
+                      cache=BuildCache(cache, writable=False)
+                      if cache is not None and cache.is_dir() else None) as sandbox:
+        hidden, regress = run_tests_and_selection(task, sandbox, task.hidden.tests,
+                                                  task.hidden.regress)
     return Score(passed=[i for i, ok in hidden.items() if ok],
                  failed=[i for i, ok in hidden.items() if not ok],
                  regressions=[i for i in record.regress_baseline if not regress.get(i)],

@@ -7,8 +7,13 @@ For each task, in a scratch folder of the output (removed afterwards: it holds t
 1. the workspace (:func:`~portwright.eval.workspace.prepare`);
 2. a clone of it at the harness commit: ``regress`` run as it is, then the hidden tests
    applied and run: every one must fail;
-3. a clone of the task's downstream at ``port``: the hidden tests applied and run: every one
-   must pass; ``regress`` run.
+3. the same clone at ``port`` (its commit fetched from the task's downstream, checked out
+   over the parent's tree so that a build there redoes only what the port changed): the
+   hidden tests applied and run: every one must pass; ``regress`` run.
+
+When the task's image has ``ccache``, step 2 fills the task's compiler cache
+(:func:`cache_path`, :class:`~portwright.eval.hidden.BuildCache`) and every later build of
+the task, step 3 and the scoring of runs, only reads it.
 
 The *regress baseline* is the ids that pass at ``parent`` and at ``port``: what a run's
 result must not fail (an id the real port itself drops or breaks is left out). Everything
@@ -32,7 +37,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from portwright.eval.hidden import apply_hidden, run_selection, run_tests, test_sandbox
+from portwright.eval.hidden import (
+    BuildCache,
+    apply_hidden,
+    run_selection,
+    run_tests,
+    run_tests_and_selection,
+    test_sandbox,
+)
 from portwright.eval.repos import ResolvedTask, resolve
 from portwright.eval.tasks import PortTask
 from portwright.eval.workspace import Workspace, prepare
@@ -41,7 +53,8 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Progress", "ValidationRecord", "record_path", "validate", "validate_all"]
+__all__ = ["Progress", "ValidationRecord", "cache_path", "record_path", "validate",
+           "validate_all"]
 
 Progress = Callable[[str, str], None]
 """Told ``(task id, what is happening)``."""
@@ -79,6 +92,13 @@ def record_path(out: Path, task: PortTask) -> Path:
     return out / "validation" / f"{task.slug}.json"
 
 
+def cache_path(out: Path, task: PortTask) -> Path:
+    """The compiler cache of ``task`` under the output folder ``out``
+    (:class:`~portwright.eval.hidden.BuildCache`): written by the build at ``parent`` only,
+    read by every later build of the task."""
+    return out / "validation" / f"{task.slug}.ccache"
+
+
 def _cached(path: Path, key: str) -> ValidationRecord | None:
     try:
         record = ValidationRecord.model_validate_json(path.read_bytes())
@@ -93,6 +113,22 @@ def _clone_at(source: Path, dest: Path, rev: str) -> Path:
     return dest
 
 
+def _move_to_port(task: ResolvedTask, tree: Path, hidden: list[str]) -> None:
+    """Check ``port`` out in ``tree`` (at ``parent`` with the hidden tests applied), the
+    build files of the parent's run left in place: the port's commit fetched from the
+    task's downstream clone, the hidden paths staged first so that a file the port holds
+    as the hidden tests wrote it is not written again. Only what the port changed gets a
+    new time, and a build rebuilds only that, as a developer's would."""
+    plumbing.git(tree, "-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet",
+                 "--no-tags", "--no-write-fetch-head", str(task.downstream), task.port)
+    # the sandbox changed every file's owner and back (their ctimes): without a refresh,
+    # git would take them all for changed and write them again
+    plumbing.git(tree, "update-index", "-q", "--refresh", ok_codes=(0, 1))
+    if hidden:
+        plumbing.git(tree, "update-index", "--add", "--remove", "--", *hidden)
+    plumbing.git(tree, "checkout", "--quiet", "--force", "--detach", task.port)
+
+
 def _reason(parent: dict[str, bool], port: dict[str, bool]) -> str:
     passing = [i for i, ok in parent.items() if ok]
     failing = [i for i, ok in port.items() if not ok]
@@ -104,26 +140,30 @@ def _reason(parent: dict[str, bool], port: dict[str, bool]) -> str:
     return "; ".join(parts) or f"all {len(port)} hidden test(s) fail at parent and pass at port"
 
 
-def _observe(ws: Workspace, scratch: Path, logs: Path,
+def _observe(ws: Workspace, scratch: Path, logs: Path, cache: Path,
              say: Callable[[str], None]) -> tuple[dict[str, bool], dict[str, bool], list[str]]:
-    """Hidden outcomes at parent and at port, and the regress baseline."""
+    """Hidden outcomes at parent and at port, and the regress baseline. One tree serves
+    both: the port is checked out over the parent's, and its build only redoes what the
+    port changed. The parent's build fills the task's compiler cache; the port's only reads
+    it (nothing of the port goes into it)."""
     task = ws.task.task
     source = EnvSource(ws.downstream, ws.harness)
     regress = task.hidden.regress
-    tree = _clone_at(ws.downstream, scratch / "parent", ws.harness)
+    tree = _clone_at(ws.downstream, scratch / "tree", ws.harness)
     say("parent: building the environment and running the tests")
     with test_sandbox(task, tree, source=source, log_dir=logs / "parent",
-                      run_id=f"eval-validate-{task.slug}-parent") as sandbox:
+                      run_id=f"eval-validate-{task.slug}-parent",
+                      cache=BuildCache(cache, writable=True)) as sandbox:
         before = run_selection(task, sandbox, regress) if regress else {}
-        apply_hidden(ws.task, tree)
+        written = apply_hidden(ws.task, tree)
         at_parent = run_tests(task, sandbox, task.hidden.tests)
-    tree = _clone_at(ws.task.downstream, scratch / "port", ws.task.port)
+    _move_to_port(ws.task, tree, written)
     apply_hidden(ws.task, tree)
     say("port: running the tests")
     with test_sandbox(task, tree, source=source, log_dir=logs / "port",
-                      run_id=f"eval-validate-{task.slug}-port") as sandbox:
-        at_port = run_tests(task, sandbox, task.hidden.tests)
-        after = run_selection(task, sandbox, regress) if regress else {}
+                      run_id=f"eval-validate-{task.slug}-port",
+                      cache=BuildCache(cache, writable=False)) as sandbox:
+        at_port, after = run_tests_and_selection(task, sandbox, task.hidden.tests, regress)
     baseline = sorted(i for i, ok in before.items() if ok and after.get(i))
     return at_parent, at_port, baseline
 
@@ -148,8 +188,11 @@ def validate(task: PortTask, repos: Path, out: Path, *,
     scratch = path.with_suffix(".trees")
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
+    cache = cache_path(out, task)
+    shutil.rmtree(cache, ignore_errors=True)  # filled again from this parent alone
     try:
-        at_parent, at_port, baseline = _observe(ws, scratch, path.with_suffix(".logs"), say)
+        at_parent, at_port, baseline = _observe(ws, scratch, path.with_suffix(".logs"), cache,
+                                                say)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the port must not stay in the output
     valid = not any(at_parent.values()) and all(at_port.values())

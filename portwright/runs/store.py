@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import stat
+import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,18 +52,34 @@ def _slug(name: str) -> str:
 
 def _write_new(path: Path, data: bytes, *, replace: bool = False) -> None:
     """Write ``path`` without following a link there; refuse an existing file unless
-    ``replace`` (then a link or other non-file in its place is still refused)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    flags |= os.O_TRUNC if replace else os.O_EXCL
-    fd = os.open(path, flags, 0o600)
+    ``replace`` (then a link or other non-file in its place is still refused).
+
+    The bytes go to a hidden ``.partial`` file first, which then takes the name (a hard
+    link, which fails on any existing name; or, to replace, a rename): a process killed
+    mid-write leaves a stray ``.partial`` file, never a named record cut short, which a
+    resumed run would read as broken evidence."""
+    if replace:
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                raise UntrustedEvidence("not a regular file", file=path, fix=_UNTRUSTED_FIX)
+        except FileNotFoundError:
+            pass
+    partial = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UntrustedEvidence("not a regular file", file=path, fix=_UNTRUSTED_FIX)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        if replace:
+            partial.replace(path)  # a name is replaced, never followed
+        else:
+            os.link(partial, path, follow_symlinks=False)  # FileExistsError on any name
     finally:
-        os.close(fd)
+        partial.unlink(missing_ok=True)
 
 
 def _read_regular(path: Path, cap: int = 16 * 1024 * 1024) -> bytes:

@@ -66,7 +66,13 @@ from portwright.sandboxes.engine import (
     owner_token,
 )
 from portwright.sandboxes.envimage import EnvSource
-from portwright.sandboxes.mounts import Mount, read_only_paths, repository_tops, sandbox_mounts
+from portwright.sandboxes.mounts import (
+    Mount,
+    cache_mount,
+    read_only_paths,
+    repository_tops,
+    sandbox_mounts,
+)
 from portwright.sandboxes.output import OutputSink
 from portwright.sandboxes.ownership import (
     Identity,
@@ -109,8 +115,12 @@ class DockerSandbox(SandboxBase):
         upstream: Path | None = None,
         image: str | None = None,
         source: EnvSource | None = None,
+        cache: Mount | None = None,
     ) -> None:
         super().__init__(worktree, config=config, log_dir=log_dir)
+        self.cache = cache
+        """A build cache's folder to mount besides (:func:`~portwright.sandboxes.mounts.
+        cache_mount`), read-only or not as it says."""
         self.upstream = upstream.resolve() if upstream is not None else None
         self.key_dir = key_dir
         """The evidence key's folder, which no mount may show."""
@@ -137,6 +147,10 @@ class DockerSandbox(SandboxBase):
 
     def _open(self) -> None:
         self._mounts = sandbox_mounts(self.worktree, self.upstream, key_dir=self.key_dir)
+        if self.cache is not None:
+            self._mounts.append(cache_mount(self.cache.path, self.worktree,
+                                            read_only=self.cache.read_only,
+                                            key_dir=self.key_dir))
         self._read_only = read_only_paths(self._mounts)
         self._sweeper = SetidSweeper(self.worktree, self._read_only)
         identity = command_identity(self.worktree)

@@ -233,6 +233,25 @@ def sandbox_mounts(worktree: Path, upstream: Path | None = None, *,
     return _unique(mounts)
 
 
+def cache_mount(cache: Path, worktree: Path, *, read_only: bool, key_dir: Path) -> Mount:
+    """A build cache's folder (a compiler cache kept between sandboxes), checked: a folder
+    of its own, outside the worktree and holding none of it, showing nothing
+    :func:`exposure` refuses.
+
+    Raises :class:`SandboxError` for a cache that may not be mounted.
+    """
+    folder, worktree = cache.resolve(), worktree.resolve()
+    problem = exposure(folder, key_dir)
+    if problem is None and (_inside(worktree, folder) or _inside(folder, worktree)):
+        problem = "it holds the worktree or lies in it"
+    if problem is None and (cache.is_symlink() or not folder.is_dir()):
+        problem = "it is not a folder"
+    if problem is not None:
+        raise SandboxError(f"refusing to mount the build cache {cache}: {problem}",
+                           fix="keep the cache in a folder of its own beside the worktree")
+    return Mount(folder, read_only=read_only)
+
+
 def _unique(mounts: Iterable[Mount]) -> list[Mount]:
     """One mount per path (read-only wins), outer paths first."""
     read_only: dict[Path, bool] = {}

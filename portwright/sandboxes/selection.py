@@ -19,6 +19,7 @@ from portwright.sandboxes.engine import engine_socket_problem
 
 if TYPE_CHECKING:
     from portwright.sandboxes.envimage import EnvSource
+    from portwright.sandboxes.mounts import Mount
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +139,7 @@ def open_sandbox(
     upstream: Path | None = None,
     allow_local: bool = False,
     source: EnvSource | None = None,
+    cache: Mount | None = None,
 ) -> Sandbox:
     """The sandbox ``config`` asks for, not yet started: use it as a context manager.
 
@@ -149,7 +151,8 @@ def open_sandbox(
     command in a sandbox may have rewritten; it alone never takes the isolation away.
     Raises :class:`EngineUnavailable` with the fix when nothing usable is there.
     ``source`` says which commit a Docker sandbox's environment image is built from (HEAD
-    of ``worktree`` by default) and which state folder keeps its builds.
+    of ``worktree`` by default) and which state folder keeps its builds; ``cache``, a
+    build cache's folder a Docker sandbox mounts besides (others refuse one).
     """
     selection = select_backend(config, allow_local=allow_local)
     logger.info("sandbox backend: %s (%s)", selection.backend, selection.reason)
@@ -163,7 +166,10 @@ def open_sandbox(
         from portwright.sandboxes.docker import DockerSandbox
 
         return DockerSandbox(worktree, config=config, run_id=run_id, log_dir=log_dir,
-                             key_dir=key_dir, upstream=upstream, source=source)
+                             key_dir=key_dir, upstream=upstream, source=source, cache=cache)
+    if cache is not None:
+        raise EngineUnavailable(f"a build cache needs the Docker backend ({selection.reason})",
+                                fix=DOCKER_FIX)
     if selection.backend == SandboxBackend.BWRAP:
         from portwright.sandboxes.bwrap import BwrapSandbox
 

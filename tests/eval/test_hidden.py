@@ -3,6 +3,7 @@ paths put into a tree; one command per id for ``exit``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -10,7 +11,12 @@ from types import TracebackType
 import pytest
 
 from portwright.errors import UnsafePath
-from portwright.eval.hidden import apply_hidden, run_selection, run_tests
+from portwright.eval.hidden import (
+    apply_hidden,
+    run_selection,
+    run_tests,
+    run_tests_and_selection,
+)
 from portwright.eval.reports import MAX_IDS, MAX_LINE, parse_report
 from portwright.eval.tasks import PortTask, load_suite
 from portwright.eval.workspace import prepare
@@ -161,3 +167,52 @@ def test_apply_hidden_takes_the_port_and_restores_the_agents_tests(tmp_path: Pat
     with pytest.raises(UnsafePath):
         apply_hidden(ws.task, tree)
     assert list(outside.iterdir()) == []
+
+
+def test_apply_hidden_leaves_a_file_that_holds_the_bytes_as_it_is(tmp_path: Path) -> None:
+    """A hidden file already as the port has it keeps its time (a build over the tree does
+    not redo it); one that differs, or a link in its place, is handled as before."""
+    pair = build_pair(tmp_path / "repos")
+    path = tmp_path / "t.toml"
+    path.write_text(task_toml(pair))
+    task = load_suite(path).tasks[0]
+    ws = prepare(task, pair.repos, tmp_path / "work")
+    tree = ws.downstream
+    same, other = tree / "tests" / "test_sub.py", tree / "tests" / "test_add.py"
+    same.write_text(TEST_SUB)
+    other.write_text(TEST_ADD + "# changed\n")
+    for file in (same, other):
+        os.utime(file, ns=(10**18, 10**18))
+    apply_hidden(ws.task, tree)
+    assert same.read_text() == TEST_SUB
+    assert same.stat().st_mtime_ns == 10**18  # not written again
+    assert other.read_text() == TEST_ADD
+    assert other.stat().st_mtime_ns != 10**18
+
+    target = tmp_path / "elsewhere.py"
+    target.write_text(TEST_SUB)  # the bytes the port has, behind a link
+    same.unlink()
+    same.symlink_to(target)
+    with pytest.raises(UnsafePath):
+        apply_hidden(ws.task, tree)
+    assert target.read_text() == TEST_SUB
+
+
+def test_a_command_that_takes_no_ids_runs_once_for_the_hidden_tests_and_regress(
+        pair: Pair, tmp_path: Path) -> None:
+    gtest = _task(tmp_path, pair, '[environment]\ntest = "./all"\nreport = "gtest"')
+    out = "[       OK ] S.a\n[  FAILED  ] S.b\n[       OK ] S.c\n"
+    sandbox = FakeSandbox({"./all": result(1, out)})
+    assert run_tests_and_selection(gtest, sandbox, ["S.b", "S.z"], ["S.*"]) == (
+        {"S.b": False, "S.z": False}, {"S.a": True, "S.b": False, "S.c": True})
+    assert sandbox.commands == ["./all"]
+    killed = FakeSandbox({"./all": result(0, out, timed_out=True)})
+    assert run_tests_and_selection(gtest, killed, ["S.a"], ["S.*"]) == ({"S.a": False}, {})
+    assert run_tests_and_selection(gtest, sandbox, ["S.a"], []) == ({"S.a": True}, {})
+
+    pytest_task = _task(tmp_path, pair, '[environment]\ntest = "pt {tests}"')
+    summary = "=== short test summary info ===\nPASSED x::a\nFAILED x::b\n"
+    sandbox = FakeSandbox({"pt x::b": result(1, summary), "pt tests/": result(1, summary)})
+    assert run_tests_and_selection(pytest_task, sandbox, ["x::b"], ["tests/"]) == (
+        {"x::b": False}, {"x::a": True, "x::b": False})
+    assert sandbox.commands == ["pt x::b", "pt tests/"]  # the ids go into the command: two

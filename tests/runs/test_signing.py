@@ -84,3 +84,32 @@ def test_untrusted_lists_every_bad_file(tmp_path: Path) -> None:
     assert [p.file for p in problems] == [str(first), str(third)]
     assert "signature mismatch" in problems[0].message
     assert problems[1].message.startswith("not an evidence record")
+
+
+def test_a_record_cut_short_by_a_kill_is_never_named(tmp_path: Path) -> None:
+    """A writer killed mid-write leaves a hidden ``.partial`` file: the records, the next
+    number and a resumed run's reads never see it (a named record is always whole)."""
+    store = RunStore(tmp_path / "runs", "run-1")
+    first = store.add(_record())
+    (store.evidence_dir / f".0002-unit.json.{12345}-1.partial").write_bytes(b"")
+    second = store.add(_record(gate="again"))
+    assert second.name == "0002-again.json"
+    assert [r.gate for r in store.records()] == ["unit", "again"]
+    assert json.loads(first.read_text())["gate"] == "unit"
+    assert not [p for p in store.evidence_dir.iterdir()
+                if p.name.endswith(".partial") and "12345" not in p.name]
+
+
+def test_a_record_never_lands_on_an_existing_name_or_link(tmp_path: Path) -> None:
+    from portwright.runs.store import _write_new
+
+    outside = tmp_path / "outside.json"
+    link = tmp_path / "0001-unit.json"
+    link.symlink_to(outside)
+    with pytest.raises(FileExistsError):
+        _write_new(link, b"{}")
+    with pytest.raises(UntrustedEvidence):
+        _write_new(link, b"{}", replace=True)
+    assert not outside.exists()
+    assert link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0001-unit.json"]  # no leftovers
