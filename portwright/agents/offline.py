@@ -33,7 +33,13 @@ logger = logging.getLogger(__name__)
 
 
 class CassetteMismatch(ModelError):
-    """The run asked the replay model something its cassette does not hold."""
+    """The run asked the replay model something its cassette does not hold (or the cassette
+    does not read: ``line`` is then its line, ``what`` what is wrong there)."""
+
+    def __init__(self, message: str, *, line: int | None = None, what: str = "") -> None:
+        super().__init__(message)
+        self.line = line
+        self.what = what or message
 
 
 Script = Callable[[CompletionRequest], Message | str]
@@ -175,19 +181,20 @@ def load_cassette(path: Path) -> list[dict[str, Any]]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         where = data[: exc.start].count(b"\n") + 1
-        raise CassetteMismatch(f"{path}:{where}: not UTF-8 text; a cassette is JSON lines "
-                               "written by --record") from exc
+        what = "not UTF-8 text; a cassette is JSON lines written by --record"
+        raise CassetteMismatch(f"{path}:{where}: {what}", line=where, what=what) from exc
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CassetteMismatch(f"{path}:{number}: not JSON ({exc.msg})") from exc
-        if (not isinstance(entry, dict) or "request_digest" not in entry
+        except (json.JSONDecodeError, RecursionError) as exc:
+            what = f"not JSON ({getattr(exc, 'msg', 'nested too deep')})"
+            raise CassetteMismatch(f"{path}:{number}: {what}", line=number, what=what) from exc
+        if (not isinstance(entry, dict) or not isinstance(entry.get("request_digest"), str)
                 or ("completion" not in entry and "error" not in entry)):
-            raise CassetteMismatch(f"{path}:{number}: not a cassette entry "
-                                   "(needs request_digest and completion or error)")
+            what = "not a cassette entry (needs request_digest and completion or error)"
+            raise CassetteMismatch(f"{path}:{number}: {what}", line=number, what=what)
         entries.append(entry)
     return entries
 

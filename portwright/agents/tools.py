@@ -38,6 +38,7 @@ from portwright.errors import ConfinementError, PortwrightError, ToolError, Unsa
 from portwright.globs import match_any
 from portwright.protected import is_protected, protected_change
 from portwright.sandboxes.base import Sandbox
+from portwright.sandboxes.output import relative_to
 from portwright.values import check_seconds
 from portwright.vcs import plumbing
 
@@ -569,7 +570,7 @@ def run_command(ws: Workspace, args: RunCommandArgs) -> str:
         body = head if not tail or size <= len(head.encode()) else (
             f"{head}\n[… {size} bytes in all …]\n{tail}")
         parts.append(f"--- {name}\n{body}")
-    return ws.cap("\n".join(parts), "run a command with less output")
+    return ws.cap(relative_to("\n".join(parts), ws.worktree), "run a command with less output")
 
 
 def gap_evidence(ws: Workspace, args: GapEvidenceArgs) -> str:

@@ -46,6 +46,17 @@ JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64,
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
+def output_folder(path: Path, option: str = "--out") -> Path:
+    """``path`` (the folder an option names, made when missing) resolved; a
+    :class:`UsageError` when something that is not a folder is there."""
+    from portwright.errors import UsageError
+
+    if path.exists() and not path.is_dir():
+        raise UsageError("not a folder", file=path, key=option,
+                         fix=f"pass {option} a folder (it is made if missing), not a file")
+    return path.resolve()
+
+
 def register(app: typer.Typer) -> None:
     """Add ``portwright eval`` and its parts' commands to ``app``."""
     for name in PARTS:
@@ -96,7 +107,7 @@ def validate(suite: SuiteArg, repos: ReposOpt = None, out: OutOpt = DEFAULT_OUT,
 
     loaded = load_suite(suite)
     root = repos_root(repos)
-    out = out.resolve()
+    out = output_folder(out)
     board = _Board([t.id for t in loaded.tasks])
     if json:
         records = validate_all(loaded.tasks, root, out, jobs=jobs)

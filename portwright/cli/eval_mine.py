@@ -51,8 +51,12 @@ def mine(
 ) -> None:
     """Propose candidate port tasks: downstream commits that change tests and reference an
     upstream commit, issue, version or test by name."""
+    from portwright.cli.eval import output_folder
     from portwright.eval.mine import mine as mine_pair
     from portwright.eval.mine import slug, task_id, write_candidates
+
+    if out is not None:
+        out = output_folder(out)
 
     found = mine_pair(upstream, downstream, path_map=_path_map(path_map or []), limit=limit,
                       gap=gap)

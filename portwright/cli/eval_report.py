@@ -97,11 +97,15 @@ def compare(
 ) -> None:
     """Two reports task by task: the tasks both hold paired by id, each side's aggregate,
     the two-by-two table and McNemar's exact test on the discordant pairs."""
+    from portwright.errors import UsageError
     from portwright.eval.report import write_comparison
     from portwright.eval.results import compare as compare_reports
     from portwright.eval.results import read_report
 
     comparison = compare_reports(read_report(a), read_report(b))
+    if not comparison.pairs:
+        raise UsageError(f"no task is in both reports (nothing to compare with {b})", file=a,
+                         fix="compare two runs of the same suite (tasks are paired by id)")
     files = write_comparison(comparison, out)
     if as_json:
         emit_json({**comparison.model_dump(mode="json"), "files": files._asdict()})

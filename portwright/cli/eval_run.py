@@ -22,7 +22,15 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from portwright.cli.common import console, emit_json, err_console
-from portwright.cli.eval import DEFAULT_OUT, JobsOpt, JsonOpt, OutOpt, ReposOpt, SuiteArg
+from portwright.cli.eval import (
+    DEFAULT_OUT,
+    JobsOpt,
+    JsonOpt,
+    OutOpt,
+    ReposOpt,
+    SuiteArg,
+    output_folder,
+)
 
 if TYPE_CHECKING:
     from portwright.eval.results import EvalReport
@@ -68,9 +76,10 @@ def run(
         raise UsageError("not a folder of cassettes", file=replay, key="--replay",
                          fix="pass the folder --record wrote (<task>.<mode>.jsonl files)")
     loaded = load_suite(suite)
-    options = RunOptions(mode=Mode(mode), out=out.resolve(), repos=repos_root(repos),
+    options = RunOptions(mode=Mode(mode), out=output_folder(out), repos=repos_root(repos),
                          model=model, replay=None if replay is None else replay.resolve(),
-                         record=None if record is None else record.resolve(), jobs=jobs)
+                         record=None if record is None else output_folder(record, "--record"),
+                         jobs=jobs)
     if as_json:
         report = run_suite(loaded, options, lambda event: print(
             json.dumps(event, default=str), flush=True))

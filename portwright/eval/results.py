@@ -20,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationError,
     computed_field,
     model_validator,
@@ -74,7 +75,7 @@ class TaskResult(_Model):
     """``cycle`` or ``loop``."""
     model: str
     """The model the agents used."""
-    resolved: bool
+    resolved: StrictBool
     """Every hidden test passes, no regress test newly fails, the integrity checks pass."""
     hidden_passed: list[str] = Field(default_factory=list)
     """Hidden test ids that passed on the tree the run left."""
@@ -82,10 +83,10 @@ class TaskResult(_Model):
     """Hidden test ids that failed (or did not appear in the output)."""
     regressions: list[str] = Field(default_factory=list)
     """Regress test ids that passed at ``parent`` and fail now."""
-    red_observed: bool | None = None
+    red_observed: StrictBool | None = None
     """Cycle: the framework saw the ported tests fail before the implementation. Loop:
     null."""
-    gates_passed: bool | None = None
+    gates_passed: StrictBool | None = None
     """Cycle: every ``full`` gate passed. Loop: null."""
     # the reviewer's own words (portwright.agents.results.ReviewVerdict.decision)
     review: Literal["approve", "changes_requested"] | None = None
@@ -427,6 +428,9 @@ def _load(path: Path, model: type[_Loaded], what: str) -> _Loaded:
     except json.JSONDecodeError as exc:
         raise UsageError(f"not JSON: {exc.msg} (column {exc.colno})", file=path,
                          line=exc.lineno, fix=f"mend the JSON at that line, {AGAIN}") from exc
+    except RecursionError as exc:
+        raise UsageError("not a report: its JSON nests arrays or objects thousands deep",
+                         file=path, fix=REPORT_FIX) from exc
     if model is EvalReport and isinstance(data, dict) and "task" in data:
         raise UsageError("one task's result, not a report", file=path,
                          fix="pass the output folder (its results are put together), or its "
@@ -442,7 +446,12 @@ def _load(path: Path, model: type[_Loaded], what: str) -> _Loaded:
         given = (f" (given {_short(error['input'])})" if error["type"] != "missing" and key
                  else "")
         more = f"; {exc.error_count() - 1} more" if exc.error_count() > 1 else ""
-        raise UsageError(f"{error['msg']}{given}{more}", file=path, key=key,
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = (f"unknown key {key!r}: not {what} of this version of portwright "
+                       "(written by another version, or edited)")
+            given = ""
+        raise UsageError(f"{message}{given}{more}", file=path, key=key,
                          fix=f"correct {key or 'the file'} (docs/eval.md, Results), {AGAIN}"
                          ) from exc
 

@@ -30,22 +30,25 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from portwright.agents.llm import LLMClient
-from portwright.agents.offline import ReplayModel
+from portwright.agents.offline import CassetteMismatch, ReplayModel, load_cassette
 from portwright.config import ModelBudget, ModelConfig, PortwrightConfig
 from portwright.environment import STATE_ENV, overlay, variable
 from portwright.errors import PortwrightError, UnsafePath, UsageError
+from portwright.eval.harness import row_id
 from portwright.eval.hidden import (
     BuildCache,
     apply_hidden,
@@ -68,7 +71,7 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RunOptions", "Score", "cassette_path", "report_path", "result_path",
+__all__ = ["RunOptions", "Score", "cassette_path", "check_cassette", "report_path", "result_path",
            "run_suite", "run_task", "score"]
 
 HIDDEN_TESTS = "hidden-tests"
@@ -114,6 +117,46 @@ def cassette_path(folder: Path, task: PortTask, mode: Mode) -> Path:
     return folder / f"{task.slug}.{mode.value}.jsonl"
 
 
+def _loop_opening() -> str:
+    """The first line of the loop agent's system prompt (what tells a loop cassette)."""
+    text = (resources.files("portwright.prompts") / "loop.j2").read_text(encoding="utf-8")
+    return next(line for line in text.splitlines() if line.strip()
+                and not line.startswith("{%"))
+
+
+def check_cassette(path: Path, task: PortTask, mode: Mode) -> None:
+    """The cassette ``--replay`` gives ``task`` in ``mode`` reads as one, and its first call
+    was recorded for this task (its row is named) in this mode (the loop agent's prompt
+    opens loop cassettes only). Raises :class:`UsageError` naming the file and line."""
+    fix = (f"record it again with --record DIR (it is written as DIR/{path.name}), or drop "
+           "--replay")
+    if not path.is_file():
+        raise UsageError(f"no cassette for task {task.id} in {mode.value} mode", file=path,
+                         key="--replay", fix="record one with --record DIR, or drop --replay")
+    try:
+        entries = load_cassette(path)
+    except CassetteMismatch as exc:
+        raise UsageError(exc.what, file=path, line=exc.line, key="--replay", fix=fix) from exc
+    if not entries:
+        return  # a run that made no model call
+    request = entries[0].get("request")
+    messages = request.get("messages") if isinstance(request, dict) else None
+    texts: list[str] = [m["content"] for m in messages or []
+                        if isinstance(m, dict) and isinstance(m.get("content"), str)]
+    if not texts:
+        raise UsageError("its first entry holds no recorded request", file=path, line=1,
+                         key="--replay", fix=fix)
+    recorded = Mode.LOOP if texts[0].lstrip().startswith(_loop_opening()) else Mode.CYCLE
+    if recorded is not mode:
+        raise UsageError(f"recorded in {recorded.value} mode, replayed in {mode.value} mode",
+                         file=path, line=1, key="--replay", fix=fix)
+    row = re.compile(rf"(?<![\w.-]){re.escape(row_id(task))}(?![\w-])")
+    if not any(row.search(t) for t in texts):
+        raise UsageError(f"recorded for another task: its first request never names the "
+                         f"row {row_id(task)!r} of task {task.id}", file=path, line=1,
+                         key="--replay", fix=fix)
+
+
 def _emit(on_event: OnEvent, task: PortTask, mode: Mode, event: str, **data: Any) -> None:
     on_event({"event": event, "task": task.id, "mode": mode.value, **data})
 
@@ -128,11 +171,8 @@ def run_suite(suite: Suite, options: RunOptions, on_event: OnEvent | None = None
     pending = [t for t in suite.tasks if not result_path(options.out, t, mode).is_file()]
     for task in pending:
         resolve(task, options.repos)
-        if options.replay is not None and not cassette_path(options.replay, task,
-                                                            mode).is_file():
-            raise UsageError(f"no cassette for task {task.id} in {mode.value} mode",
-                             file=cassette_path(options.replay, task, mode), key="--replay",
-                             fix="record one with --record DIR, or drop --replay")
+        if options.replay is not None:
+            check_cassette(cassette_path(options.replay, task, mode), task, mode)
     for task in suite.tasks:
         if task not in pending:
             _emit(say, task, mode, "task_skipped", reason="it has a result")

@@ -88,6 +88,24 @@ def _repo_path(value: str) -> str:
     return value
 
 
+def _prefix(value: str) -> str:
+    """A path prefix of ``path_map``: relative, inside the repository ('' is its root)."""
+    if value == "":
+        return value
+    if value.startswith(("/", "~", "-")) or "\\" in value or \
+            ".." in value.split("/") or not value.strip():
+        raise ValueError(f"{value!r} is not a path prefix inside the repository (relative, "
+                         "posix, no '..': 'lib/', 'src/', or '' for the root)")
+    return value
+
+
+def _path_map(value: dict[str, str]) -> dict[str, str]:
+    for up, down in value.items():
+        _prefix(up)
+        _prefix(down)
+    return value
+
+
 def _test_id(value: str) -> str:
     if not value.strip() or any(c in value for c in "\n\r\0"):
         raise ValueError("a test id is one non-empty line")
@@ -164,7 +182,7 @@ class Environment(_Model):
     """How per-test results are read: ``pytest`` (``-rA`` summary lines), ``tap`` (``ok`` /
     ``not ok`` lines), ``gtest`` (``[       OK ]`` / ``[  FAILED  ]`` lines) or ``exit`` (one
     command per id, its exit code)."""
-    path_map: dict[str, str] = Field(default_factory=dict)
+    path_map: Annotated[dict[str, str], AfterValidator(_path_map)] = Field(default_factory=dict)
     """Upstream path prefix → downstream path prefix (``[upstream] path_map``)."""
     timeout: Seconds = 900.0
     """Seconds one test command may run."""
@@ -358,15 +376,35 @@ def _defaults_for(task_file: Path, root: Path) -> list[Path]:
     return [f / DEFAULTS_FILE for f in reversed(folders) if (f / DEFAULTS_FILE).is_file()]
 
 
+def _check_entry(entry: Path, root: Path) -> None:
+    """A ``*.toml`` found in the suite ``root`` is a regular file (or a folder) in it: a
+    link out of the suite, a dangling link, a pipe or a device is never silently skipped
+    (a task would be missing from every run) nor read (a pipe or a device can block)."""
+    fix = "replace it by a copy of the task file, or remove it"
+    if entry.is_symlink():
+        target = entry.resolve()
+        if not target.exists():
+            raise UsageError(f"a symbolic link to {entry.readlink()}, which does not exist",
+                             file=entry, fix=fix)
+        if target != root and root not in target.parents:
+            raise UsageError(f"a symbolic link to {target}, outside the suite ({root}): the "
+                             "suite.toml defaults that apply depend on where a task file is",
+                             file=entry, fix=fix)
+    if entry.exists() and not (entry.is_file() or entry.is_dir()):
+        raise UsageError("not a regular file (a pipe, socket or device)", file=entry, fix=fix)
+
+
 def load_suite(path: Path) -> Suite:
     """The suite at ``path``: a folder (every ``*.toml`` under it but ``suite.toml``) or one
     task file, with the ``suite.toml`` defaults merged under each task."""
-    path = path.resolve()
+    given, path = path, path.resolve()
     if path.is_dir():
         root = path
-        files = sorted(p for p in path.rglob("*.toml")
-                       if p.name != DEFAULTS_FILE and p.is_file()
-                       and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        entries = sorted(p for p in path.rglob("*.toml")
+                         if not any(part.startswith(".") for part in p.relative_to(path).parts))
+        for entry in entries:
+            _check_entry(entry, root)
+        files = [p for p in entries if p.name != DEFAULTS_FILE and p.is_file()]
         if not files:
             raise UsageError("no task files (*.toml) in this folder", file=path,
                              fix=f"add one TOML file per task ({EXAMPLE})")
@@ -375,8 +413,11 @@ def load_suite(path: Path) -> Suite:
             raise UsageError(f"{DEFAULTS_FILE} holds suite defaults, not a task", file=path,
                              fix="pass the folder of the suite, or one task file")
         root, files = path.parent, [path]
+    elif path.exists():
+        raise UsageError("not a regular file or a folder", file=given,
+                         fix="pass a folder of task files or one task file (*.toml)")
     else:
-        raise UsageError("no such suite: neither a folder nor a task file", file=path,
+        raise UsageError("no such suite: neither a folder nor a task file", file=given,
                          fix="pass a folder of task files or one task file (*.toml)")
     tasks: list[PortTask] = []
     first: dict[str, PortTask] = {}
@@ -384,7 +425,10 @@ def load_suite(path: Path) -> Suite:
         task = load_task(file, _defaults_for(file, root))
         earlier = first.get(task.id) or first.get(task.slug)
         if earlier is not None:
-            raise task.error(f"task id {task.id!r} is used twice", "id",
+            same = f"task id {task.id!r} is used twice" if earlier.id == task.id else (
+                f"task ids {earlier.id!r} and {task.id!r} name the same result files "
+                f"({task.slug}.*: '/' is written '--')")
+            raise task.error(same, "id",
                              f"give each task its own id (the other is in {earlier.file})")
         first[task.id] = first[task.slug] = task
         tasks.append(task)

@@ -5,12 +5,15 @@ Public API:
 
 - ``row_evidence(upstream, downstream, symbols, pin, config, *, index=None) -> RowEvidence``
 
-A symbol that names one file is followed across renames (``git log --follow``): the commits
+A symbol qualified by its file (``lib/common.js::DECLARATION``) is looked up by its name;
+an anonymous module export, named after its file (``lib/re.js::re``), by its file. A
+symbol that names one file is followed across renames (``git log --follow``): the commits
 that changed it under an earlier name count, and the earlier names are listed.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
@@ -32,6 +35,12 @@ def _word_regex(symbol: str) -> str:
 
 def _looks_like_path(symbol: str) -> bool:
     return "/" in symbol or names.strip_extension(symbol) != symbol
+
+
+def _qualified(symbol: str) -> tuple[str, str] | None:
+    """``(path, name)`` of a symbol qualified by its file (``lib/common.js::DECLARATION``)."""
+    path, sep, name = symbol.rpartition("::")
+    return (path, name) if sep and path and name else None
 
 
 def _grep(repo: Path, revs: list[str], symbol: str) -> dict[str, list[Location]]:
@@ -98,13 +107,21 @@ def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
     index = index if index is not None else downstream_index(Project(downstream, config))
     view = Downstream(downstream, index, config)
     out: list[SymbolEvidence] = []
-    for symbol in symbols:
+    for asked in symbols:
+        symbol, qualified = asked, _qualified(asked)
+        if qualified is not None:
+            path, symbol = qualified
+            if symbol == posixpath.splitext(posixpath.basename(path))[0]:
+                # an anonymous module export, named by its file: the file is its evidence
+                found = _path_symbol(path, upstream, pin_sha, head_sha, view, config)
+                out.append(found.model_copy(update={"symbol": asked}))
+                continue
         if _looks_like_path(symbol):
             out.append(_path_symbol(symbol, upstream, pin_sha, head_sha, view, config))
             continue
         at = _grep(upstream, [pin_sha, head_sha], symbol)
         out.append(SymbolEvidence(
-            symbol=symbol, is_path=False,
+            symbol=asked, is_path=False,
             upstream_at_pin=at[pin_sha],
             upstream_at_head=at[head_sha],
             upstream_changes=git(upstream, "log", "-S", symbol, "--format=%H",

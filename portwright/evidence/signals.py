@@ -106,6 +106,19 @@ def _type_only_lines(tokens_: list[Token]) -> set[int]:
     return out
 
 
+def _arrow_after(code: list[Token], start: int) -> bool:
+    """True when the ``(`` at ``start`` opens the parameters of an arrow function
+    (``(a, b) =>``), not a parenthesised value (``isEscaped = (ch === 0x5c)``, a C cast)."""
+    depth = 0
+    for index in range(start, min(len(code), start + 400)):
+        text = code[index].text
+        depth += (text == "(") - (text == ")")
+        if depth == 0:
+            following = "".join(t.text for t in code[index + 1:index + 3])
+            return following == "=>" or following.startswith(":")  # `): T =>`
+    return False
+
+
 def _is_definition(code: list[Token], index: int) -> bool:
     """True when the identifier at ``index`` is a name being defined here."""
     before = code[index - 1].text if index else ""
@@ -113,8 +126,10 @@ def _is_definition(code: list[Token], index: int) -> bool:
     after2 = code[index + 2].text if index + 2 < len(code) else ""
     if before in _DEFINERS:
         return True
-    if after == "=" and after2 in ("function", "async", "(", "class"):
+    if after == "=" and after2 in ("function", "async", "class"):
         return True
+    if after == "=" and after2 == "(":  # an arrow function, not a parenthesised value
+        return _arrow_after(code, index + 2)
     if before == "." and index >= 2 and code[index - 2].text == "prototype" and after == "=":
         return True
     line = code[index].line

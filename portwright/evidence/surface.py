@@ -6,9 +6,13 @@ Public API:
   -> SurfaceReport`` (models in :mod:`.surfacemodels`)
 
 ``symbol`` names a function, a method or a class: ``layer_norm``, ``LayerNorm.forward``,
-``Scaler::scale`` (C++), optionally prefixed by the file that defines it
-(``src/norm.py::layer_norm``, or ``src/norm.py:layer_norm``); ``path::default`` is a
-JavaScript / TypeScript module's default export. A bare name defined in more than one
+``Scaler::scale`` (C++), ``Renderer.renderInlineAsText`` (a JavaScript prototype method,
+``rules.fence`` a method of an object literal), optionally prefixed by the file that
+defines it (``src/norm.py::layer_norm``, or ``src/norm.py:layer_norm``); ``path::default``
+is a JavaScript / TypeScript module's default export. In JavaScript, TypeScript, C, C++ and
+re2c files it may also name a module-level value (:mod:`.tsvalues`: a regular expression,
+a table, a ``#define``, a re2c rule), and an anonymous ``module.exports`` is named after its
+file (``lib/re.js::re``). A bare name defined in more than one
 place is ambiguous: the error lists every candidate as ``path::Name``. The definition is
 parsed at ``rev`` and every item gets an anchor ``path:line@sha``:
 
@@ -18,7 +22,11 @@ parsed at ``rev`` and every item gets an anchor ``path:line@sha``:
   operations, env, config, context-object and module-global reads, helpers;
 - JavaScript / TypeScript / C++ (tree-sitter, :mod:`.treesitter`): parameters (defaults and
   destructured options), every branch arm, guard returns as their own kind, throws, reads of
-  module-level values, helpers;
+  module-level values, helpers, and the properties of an object the function builds and
+  returns (``entry``);
+- a module-level value (a Python module constant too, :mod:`.pyvalues`): the value
+  (``value``) and its entries (``entry``: array and
+  initialiser elements, object properties, concatenated strings, regex alternatives);
 - tests, every language: ``test`` — each upstream test that references the symbol or a
   same-module function or class that uses it (pytest ids ``path::Class::test``, ``describe >
   it`` titles, ``TEST(Suite, Name)``) and its ``parametrize`` cases; ``fixture`` — data files
@@ -38,6 +46,7 @@ from portwright.errors import UsageError
 from portwright.evidence import names
 from portwright.evidence.lexer import family
 from portwright.evidence.pysurface import definitions, python_surface
+from portwright.evidence.pyvalues import value_definitions, value_surface
 from portwright.evidence.surfacemodels import (
     LANGUAGES,
     ItemKind,
@@ -46,7 +55,7 @@ from portwright.evidence.surfacemodels import (
     SurfaceReport,
 )
 from portwright.pathkinds import classify, default_path_kinds
-from portwright.vcs.plumbing import check_repo, git, rev_parse, show, show_many
+from portwright.vcs.plumbing import check_repo, git, ls_tree, rev_parse, show, show_many
 
 __all__ = ["ItemKind", "SurfaceItem", "SurfaceReport", "enumerate_surface"]
 
@@ -82,24 +91,39 @@ def _split_symbol(symbol: str) -> tuple[str | None, list[str]]:
 
 
 def _grep_files(upstream: Path, sha: str, name: str) -> list[str]:
-    pattern = (rf"(def|class|function|fn|func|struct)[[:space:]]+{re.escape(name)}\b"
-               rf"|\b{re.escape(name)}[[:space:]]*(=|:)[[:space:]]*(async[[:space:]]+)?"
-               rf"(function|\()|\b{re.escape(name)}[[:space:]]*\(")
+    """Files that may define ``name``: a function or class, a value assigned at the start
+    of a line (``var X =``, ``#define X``, ``X[] = {``, a re2c rule), and, for an
+    anonymous module export named by its file, the files of that stem."""
+    word = re.escape(name)
+    pattern = (rf"(def|class|function|fn|func|struct|define)[[:space:]]+{word}\b"
+               rf"|\b{word}[[:space:]]*(=|:)[[:space:]]*(async[[:space:]]+)?"
+               rf"(function|\()|\b{word}[[:space:]]*\("
+               rf"|(var|let|const|exports\.)[[:space:]]*{word}[[:space:]]*="
+               rf"|^[[:space:]]*{word}[[:space:]]*(=[^=]|:[^:])"
+               rf"|\b{word}[[:space:]]*(\[[^]]*\])+[[:space:]]*=")
     out = git(upstream, "grep", "-l", "-I", "-E", "-e", pattern, sha, "--", ok_codes=(0, 1))
     paths = [line.split(":", 1)[1] for line in out.decode("utf-8", "replace").splitlines()]
-    return [p for p in paths if _language(p) is not None]
+    stems = [path for _, path in ls_tree(upstream, sha)
+             if posixpath.splitext(posixpath.basename(path))[0] == name]
+    return [p for p in dict.fromkeys(paths + stems) if _language(p) is not None]
 
 
-def _defined_in(language: Language, data: bytes, parts: list[str]) -> list[str]:
+def _stem(path: str) -> str:
+    return posixpath.splitext(posixpath.basename(path))[0]
+
+
+def _defined_in(language: Language, data: bytes, parts: list[str], path: str) -> list[str]:
     """Dotted names of the definitions ``parts`` can mean in one file."""
     if language == "python":
-        found = definitions(data.decode("utf-8", "replace"), parts[-1])
+        text = data.decode("utf-8", "replace")
+        found = definitions(text, parts[-1])
         wanted = ".".join(parts)
-        return [d for d in found if d == wanted or d.endswith("." + wanted)] \
-            if len(parts) > 1 else found
+        if len(parts) > 1:
+            return [d for d in found if d == wanted or d.endswith("." + wanted)]
+        return found or value_definitions(text, parts[0])
     from portwright.evidence import treesitter
 
-    return treesitter.definitions(language, data, parts)
+    return treesitter.definitions(language, data, parts, _stem(path))
 
 
 def _candidates(upstream: Path, sha: str, parts: list[str],
@@ -113,7 +137,7 @@ def _candidates(upstream: Path, sha: str, parts: list[str],
         data = blobs[path]
         if language is None or data is None:
             continue
-        out += [(path, dotted) for dotted in _defined_in(language, data, parts)]
+        out += [(path, dotted) for dotted in _defined_in(language, data, parts, path)]
     return sorted(out, key=lambda c: (classify(c[0], path_kinds) == "tests",
                                       _language(c[0]) != "python", c))
 
@@ -122,11 +146,16 @@ def _pick(symbol: str, candidates: list[tuple[str, str]],
           path_kinds: Mapping[str, list[str]]) -> tuple[str, str]:
     """The one definition ``symbol`` means: in a source file, else in any file but a
     test's, else anywhere. A copy a port never carries (a generated bundle under ``dist/``,
-    a demo, a benchmark) makes no name ambiguous while the source defines it."""
+    a demo, a benchmark) makes no name ambiguous while the source defines it; nor does a
+    member of that name (``rules.fence``, ``Renderer.fence``) when one definition has the
+    bare name."""
     kinds = [classify(path, path_kinds) for path, _ in candidates]
     code = ([c for c, kind in zip(candidates, kinds, strict=True) if kind == "source"]
             or [c for c, kind in zip(candidates, kinds, strict=True) if kind != "tests"]
             or candidates)
+    bare = [c for c in code if c[1] == symbol]
+    if len(code) > 1 and len(bare) == 1 and "." not in symbol:
+        return bare[0]  # `fence`: the function of that name, not `rules.fence`, a member
     if len(code) > 1:
         listed = ", ".join(f"{path}::{dotted}" for path, dotted in code[:12])
         more = f" and {len(code) - 12} more" if len(code) > 12 else ""
@@ -170,10 +199,15 @@ def enumerate_surface(upstream: Path, symbol: str, rev: str, *,
 def _analyse(language: Language, data: bytes, parts: list[str],
              anchor: _Anchor) -> tuple[str, list[SurfaceItem], set[str]] | None:
     if language == "python":
-        return python_surface(data.decode("utf-8", "replace"), parts, anchor)
+        text = data.decode("utf-8", "replace")
+        found = python_surface(text, parts, anchor)
+        if found is None and len(parts) == 1:
+            return value_surface(text, parts[0], anchor)
+        return found
     from portwright.evidence import treesitter
 
-    return treesitter.surface(language, data, parts, anchor.path, anchor.sha)
+    return treesitter.surface(language, data, parts, anchor.path, anchor.sha,
+                              _stem(anchor.path))
 
 
 # -- tests -----------------------------------------------------------------------------

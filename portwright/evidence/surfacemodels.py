@@ -11,14 +11,14 @@ from pydantic import BaseModel, ConfigDict
 
 ItemKind = Literal["function", "parameter", "branch", "guard", "raise", "throw", "assert",
                    "dtype", "layout", "env", "config", "context", "global", "helper", "test",
-                   "parametrize", "fixture"]
-Language = Literal["python", "javascript", "typescript", "tsx", "cpp"]
+                   "parametrize", "fixture", "value", "entry"]
+Language = Literal["python", "javascript", "typescript", "tsx", "cpp", "re2c"]
 
 LANGUAGES: dict[str, Language] = {
     ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
     ".cjs": "javascript", ".jsx": "javascript", ".ts": "typescript", ".mts": "typescript",
     ".tsx": "tsx", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
-    ".h": "cpp", ".cu": "cpp", ".cuh": "cpp",
+    ".h": "cpp", ".c": "cpp", ".cu": "cpp", ".cuh": "cpp", ".re": "re2c",
 }
 
 

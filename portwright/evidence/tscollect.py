@@ -17,6 +17,7 @@ from typing import Any
 
 from portwright.evidence.surfacemodels import ItemKind, SurfaceItem
 from portwright.evidence.tsnodes import module_functions, node_line, node_text, walk
+from portwright.evidence.tsvalues import detail
 
 
 class Collector:
@@ -131,6 +132,24 @@ class Collector:
                 self.add("branch", self._t(node), self._t(node), node)  # a default
             elif kind in ("identifier", "member_expression"):
                 self._global(node, module)
+
+    def built(self, body: Any) -> None:
+        """The properties of the object the function builds and returns (``var re = {};
+        re.src_path = …; return re``): one ``entry`` each, where it is set."""
+        statements = [n for n in body.named_children if n.type != "comment"]
+        returned = {self._t(n.named_children[0]) for n in statements
+                    if n.type == "return_statement" and n.named_children and
+                    n.named_children[0].type == "identifier"}
+        for node in statements:
+            inner = node.named_children[0] if node.type == "expression_statement" and \
+                node.named_children else None
+            left = inner.child_by_field_name("left") if inner is not None and \
+                inner.type == "assignment_expression" else None
+            target = left.child_by_field_name("object") if left is not None and \
+                left.type == "member_expression" else None
+            if target is not None and target.type == "identifier" and \
+                    self._t(target) in returned:
+                self.add("entry", self._t(left), detail(self._t(inner)), inner)
 
     def _used(self, text: str) -> str:
         used = [p for p in self.params if re.search(rf"\b{re.escape(p)}\b", text)]

@@ -1,6 +1,6 @@
 """Small helpers over tree-sitter nodes, shared by :mod:`.treesitter` and :mod:`.tscollect`.
 
-Public API: ``JS_FUNCTIONS``, ``node_text``, ``walk``, ``node_line``, ``js_name``,
+Public API: ``JS_FUNCTIONS``, ``node_text``, ``walk``, ``node_line``, ``js_name``, ``js_owner``,
 ``cpp_name``, ``enclosing_class``, ``module_functions``.
 """
 
@@ -30,6 +30,9 @@ def node_line(node: Any) -> int:
 
 
 def js_name(node: Any, data: bytes) -> str | None:
+    """A function's name: its own, the variable it is assigned to, the property it is
+    assigned to (``Renderer.prototype.render = function …``: ``render``) or the key it is
+    the value of in an object literal (``{ render: function … }``)."""
     name = node.child_by_field_name("name")
     if name is not None:
         return node_text(data, name)
@@ -37,6 +40,41 @@ def js_name(node: Any, data: bytes) -> str | None:
     if parent is not None and parent.type == "variable_declarator":
         target = parent.child_by_field_name("name")
         return node_text(data, target) if target is not None else None
+    if parent is not None and parent.type == "assignment_expression" and \
+            parent.child_by_field_name("right") == node:
+        left = parent.child_by_field_name("left")
+        if left is not None and left.type == "member_expression" and \
+                node_text(data, left) != "module.exports":
+            prop = left.child_by_field_name("property")
+            return node_text(data, prop) if prop is not None else None
+    if parent is not None and parent.type == "pair" and parent.child_by_field_name("value") == node:
+        key = parent.child_by_field_name("key")
+        return node_text(data, key).strip("'\"") if key is not None else None
+    return None
+
+
+def js_owner(node: Any, data: bytes) -> str | None:
+    """What a function that is no class member belongs to: ``Renderer`` for
+    ``Renderer.prototype.render = function``, ``rules`` for ``rules.fence = function`` and
+    for a method of the object literal ``var rules = {…}``."""
+    parent = node.parent
+    if parent is not None and parent.type == "assignment_expression":
+        left = parent.child_by_field_name("left")
+        target = left.child_by_field_name("object") if left is not None and \
+            left.type == "member_expression" else None
+        if target is None:
+            return None
+        text = node_text(data, target)
+        if text in ("module", "exports", "module.exports"):
+            return None  # an export (`module.exports = function name`), not a member
+        return text.removesuffix(".prototype") or None
+    holder = parent.parent if parent is not None and parent.type == "pair" else parent
+    if holder is None or holder.type != "object":
+        return None
+    above = holder.parent
+    if above is not None and above.type == "variable_declarator":
+        name = above.child_by_field_name("name")
+        return node_text(data, name) if name is not None else None
     return None
 
 

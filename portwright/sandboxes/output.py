@@ -8,6 +8,9 @@ a newline). :func:`read_log` splits a log back into the two streams.
 both of its pipes from one thread with a selector, so a child flooding one stream can
 never stall on the other, a timeout is checked while it writes, and a child that keeps
 a pipe open after it exits (a daemon) cannot keep the reader waiting.
+
+:func:`relative_to` rewrites what a command printed for an agent's eyes: the files of the
+folder it ran in named relative to that folder.
 """
 
 from __future__ import annotations
@@ -144,6 +147,22 @@ class OutputSink:
             log_path=str(self.log_path),
             log_sha256=digest,
         )
+
+
+def relative_to(text: str, root: Path) -> str:
+    """``text`` with ``root``'s absolute path taken out: ``<root>/a/b`` reads ``a/b``, and
+    ``<root>`` alone reads ``.``; ``<root>-old/x`` or ``<root>2`` stay as they are.
+
+    A command run in a worktree names its files by where the host keeps them (a traceback,
+    a compiler's diagnostics). An agent is shown them relative to the worktree it works in,
+    so the same failure reads the same from any run folder (a replayed transcript matches
+    its recording) and the host's folders stay out of the prompt. Evidence keeps the output
+    as it was."""
+    roots = {str(root), str(root.resolve())} - {"/", ""}
+    for prefix in sorted(roots, key=len, reverse=True):
+        pattern = re.compile(re.escape(prefix) + r"(/+|(?![\w.@+~-]))")
+        text = pattern.sub(lambda m: "" if m.group(1) else ".", text)
+    return text
 
 
 def iter_log(path: Path, stream: Stream, *, chunk: int = 1 << 20) -> Iterator[bytes]:

@@ -112,8 +112,9 @@ def capture_red(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         emit("red", observed=True)
         return {"gates": refs, "red_commit": head(ctx.project.root), "feedback": ""}
     if _passes_already(results):
-        return {"gates": refs, "feedback": f"{PASSES_ALREADY}: {failures(results)}"}
-    return {"gates": refs, "feedback": failures(results)}
+        told = failures(results, ctx.project.root)
+        return {"gates": refs, "feedback": f"{PASSES_ALREADY}: {told}"}
+    return {"gates": refs, "feedback": failures(results, ctx.project.root)}
 
 
 @node(Node.IMPLEMENT)
@@ -141,7 +142,8 @@ def implement(state: CycleState, runtime: Runtime[RunContext]) -> Update:
 def _gate_step(ctx: RunContext, state: CycleState, phase: str) -> Update:
     results = run_phase(ctx, state, phase)
     update: Update = {"gates": gate_refs(phase, results)}
-    update["feedback"] = "" if all(r.passed for r in results) else failures(results)
+    update["feedback"] = ("" if all(r.passed for r in results)
+                          else failures(results, ctx.project.root))
     if phase == "focused" and not any(r.record is not None and r.record.kind is
                                       EvidenceKind.GREEN for r in results):
         update["feedback"] = ("no command gate guards the focused phase: declare the "

@@ -90,7 +90,8 @@ def check_reconciled(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     if all(r.passed for r in results):
         return {"gates": gate_refs("reconcile", results)}
     return {"gates": gate_refs("reconcile", results),
-            **blocked(f"the records do not reconcile: {failures(results)}")}
+            **blocked("the records do not reconcile: "
+                      f"{failures(results, runtime.context.project.root)}")}
 
 
 def _ask(ctx: RunContext, state: CycleState, point: str, name: str,

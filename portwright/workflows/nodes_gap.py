@@ -31,6 +31,10 @@ from portwright.workflows.steps import (
 
 
 def _is_path(item: str) -> bool:
+    """A path of the Upstream column, not a symbol (``path::name`` is a symbol qualified by
+    the file that defines it)."""
+    if "::" in item:
+        return False
     return "/" in item or ("." in item and not item.replace(".", "").isidentifier())
 
 

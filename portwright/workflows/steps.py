@@ -26,6 +26,7 @@ from portwright.errors import PortwrightError, UnsafePath, UsageError
 from portwright.gates import run_gates
 from portwright.gates._diff import name_status
 from portwright.gates.models import GateResult
+from portwright.sandboxes.output import relative_to
 from portwright.workflows.context import RUN_SOURCE, RunContext, RunSource
 from portwright.workflows.state import CycleState, GateRef, Node, RunStatus, Step
 
@@ -210,8 +211,11 @@ def run_phase(ctx: RunContext, state: CycleState, phase: str, *,
     return results
 
 
-def failures(results: list[GateResult], limit: int = 4000) -> str:
-    """The failing gates' messages, for the next agent step."""
+def failures(results: list[GateResult], root: Path | None = None, limit: int = 4000) -> str:
+    """The failing gates' messages, for the next agent step; with ``root`` (the worktree the
+    gates ran in), the files they name read relative to it (:func:`relative_to`)."""
     lines = [f"gate {r.name}: {m}" for r in results if not r.passed for m in r.messages]
     text = "\n".join(lines)
+    if root is not None:
+        text = relative_to(text, root)
     return text if len(text) <= limit else text[:limit] + "\n…"

@@ -84,7 +84,8 @@ def test_run_command_through_the_local_sandbox(pair: dict[str, Any], tmp_path: P
         tools = Toolbox(Workspace(worktree=root, sandbox=sandbox, command_timeout=2),
                         ["run_command"])
         out = tools.call("run_command", json.dumps({"command": "pwd; grep -c a notes.txt"}))
-        assert out.splitlines()[:3] == ["exit code 0", "--- stdout", str(root)]
+        # it runs in the worktree, whose path the agent reads as "."
+        assert out.splitlines()[:3] == ["exit code 0", "--- stdout", "."]
         assert out.splitlines()[3] == "3"  # alpha, beta, gamma
         slow = tools.call("run_command", json.dumps({"command": "sleep 30", "timeout": 60}))
         assert slow.startswith("exit code")

@@ -97,6 +97,17 @@ def test_run_command_in_the_sandbox(pair: dict[str, Any]) -> None:
         call(no_sandbox, "run_command", command="true")
 
 
+def test_command_output_names_worktree_files_relative_to_it(pair: dict[str, Any]) -> None:
+    """A traceback or compiler message names files by their host path; the agent reads them
+    relative to its worktree, so the same failure reads the same in any run folder."""
+    tools = box(pair)
+    root = pair["downstream"].path.resolve()
+    out = call(tools, "run_command",
+               command=f"echo {root}/notes.txt; echo {root}; echo {root}2/x >&2")
+    assert "--- stdout\nnotes.txt\n.\n" in out
+    assert f"--- stderr\n{root}2/x" in out  # another folder that shares the prefix stays
+
+
 @pytest.mark.parametrize(("tool", "args"), [
     ("read_file", {"path": "../upstream/src/attn.py"}),
     ("read_file", {"path": "lib/../../upstream/src/attn.py"}),

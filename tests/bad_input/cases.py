@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.bad_input import (
     cases_config,
     cases_env,
+    cases_eval,
     cases_parity,
     cases_pin,
     cases_repo,
@@ -24,6 +25,7 @@ CASES: list[Case] = [
     *cases_repo.CASES,
     *cases_repo.RUNS,
     *cases_sandbox.CASES,
+    *cases_eval.CASES,
 ]
 
 _ids = [c.id for c in CASES]

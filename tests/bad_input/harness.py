@@ -175,6 +175,31 @@ def fingerprint(world: World) -> dict[str, str]:
             done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
                                   text=True, check=False)
             out[f"{repo.name}:git {' '.join(args)}"] = done.stdout
+    out.update(_eval_files(world))
+    return out
+
+
+def _eval_files(world: World) -> dict[str, str]:
+    """The files of an eval case (``eval/``: clones, suite, reports, cassettes), their
+    clones' git objects left out, and the clones' refs."""
+    out: dict[str, str] = {}
+    folder = world.root / "eval"
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(world.root).as_posix()
+        if ".git" in path.relative_to(folder).parts:
+            if path.name == ".git":
+                done = subprocess.run(["git", "-C", str(path.parent), "for-each-ref"],
+                                      capture_output=True, text=True, check=False)
+                out[f"{rel}:refs"] = done.stdout
+            continue
+        if path.is_symlink():
+            out[rel] = "link:" + str(path.readlink())
+        elif path.is_file():
+            out[rel] = f"{path.stat().st_mode:o}:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        elif path.is_dir():
+            out[rel] = "dir"
     return out
 
 

@@ -3,7 +3,8 @@ structured damage, give a parsed result or a :class:`PortwrightError` (which the
 line turns into a message naming the file and line), never another exception.
 
 Readers: ``portwright.toml`` (with environment overrides), the ``AGENTS.md`` rules block,
-the three pin stores, coverage matrices, the ledger, the inventory and specs.
+the three pin stores, coverage matrices, the ledger, the inventory and specs; and those of
+``portwright eval``: task files with their ``suite.toml`` defaults, reports and cassettes.
 """
 
 from __future__ import annotations
@@ -218,3 +219,85 @@ def test_spec(data: bytes) -> None:
         spec = parse_spec(_text(data), Path("specs/s.md"), "specs/s.md")
         spec_problems(spec, questions=["kv_cache_dtype"], required_sections=["Surface", "Slice"])
     tolerated(read)
+
+
+# -- the eval room: task files, suite defaults, reports, cassettes ---------------------------
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+TASK_FILE = f"""# a task
+id = "calc/sub"
+title = "Port sub"
+
+[upstream]
+repo = "acme/calc-js"
+commits = ["{SHA}"]
+
+[downstream]
+repo = "acme/calc-py"
+parent = "{SHA}"
+port = "{SHA}"
+
+[hidden]
+paths = ["tests/test_sub.py"]
+tests = ["tests/test_sub.py::test_sub"]
+regress = ["tests/"]
+
+[environment]
+test = "python3 -m pytest -q -rA {{tests}}"
+path_map = {{ "src/" = "", "test/" = "tests/" }}
+timeout = 600
+"""
+SUITE_DEFAULTS = ('[upstream]\nurl = "https://example.com/up"\n\n[environment]\n'
+                  'image = "portwright/base:bookworm"\nreport = "pytest"\n')
+CASSETTE_LINE = ('{"request_digest": "00", "request": {"messages": [{"role": "system", '
+                 '"content": "x"}]}, "completion": {"message": {"role": "assistant", '
+                 '"content": "done"}, "model": "m"}}\n')
+
+
+def _report_json() -> str:
+    from tests.eval.data import cycle_report
+
+    return cycle_report().model_dump_json(indent=1)
+
+
+def test_valid_eval_documents_parse() -> None:
+    from portwright.agents.offline import load_cassette
+    from portwright.eval.results import read_report
+    from portwright.eval.tasks import load_suite
+
+    suite = _repo({"t.toml": TASK_FILE.encode(), "suite.toml": SUITE_DEFAULTS.encode()})
+    assert load_suite(suite).tasks[0].id == "calc/sub"
+    assert read_report(_repo({"r.json": _report_json().encode()}) / "r.json").results
+    assert load_cassette(_repo({"c.jsonl": CASSETTE_LINE.encode() * 2}) / "c.jsonl")
+
+
+@FUZZ
+@given(task=inputs(TASK_FILE), defaults=inputs(SUITE_DEFAULTS))
+@example(task=b"[" * 3000, defaults=b"")
+@example(task=TASK_FILE.replace('"" }', '"/etc/" }').encode(), defaults=b"")
+def test_task_file(task: bytes, defaults: bytes) -> None:
+    from portwright.eval.tasks import load_suite
+
+    suite = _repo({"t.toml": task, "suite.toml": defaults})
+    tolerated(lambda: load_suite(suite))
+
+
+@FUZZ
+@given(data=inputs(_report_json()))
+@example(data=b"[" * 100_000)
+@example(data=b'{"suite": ' + b"{" * 100_000)
+def test_report_file(data: bytes) -> None:
+    from portwright.eval.results import read_report
+
+    path = _repo({"report.json": data}) / "report.json"
+    tolerated(lambda: read_report(path))
+
+
+@FUZZ
+@given(data=inputs(CASSETTE_LINE * 2))
+@example(data=b"[" * 100_000 + b"\n")
+def test_cassette(data: bytes) -> None:
+    from portwright.agents.offline import load_cassette
+
+    path = _repo({"c.jsonl": data}) / "c.jsonl"
+    tolerated(lambda: load_cassette(path))

@@ -145,6 +145,22 @@ def test_row_evidence(pair: Any) -> None:
     assert [loc.path for loc in path.downstream_at_head] == ["lib/clamp.py"]
 
 
+def test_row_evidence_of_symbols_qualified_by_their_file(pair: Any) -> None:
+    pin = pair.commits["renamed"]
+    evidence = row_evidence(pair.up.path, pair.down.path,
+                            ["src/clamp.js::clampRange", "src/clamp.js::clamp"], pin,
+                            pair.config)
+    named, anonymous = evidence.symbols
+    # by its name, as asked
+    assert (named.symbol, named.is_path) == ("src/clamp.js::clampRange", False)
+    assert named.upstream_changes == [pair.commits["partial"]]
+    assert [loc.text for loc in named.downstream_at_head] == ["clamp_range"]
+    # a name that is its file's stem (an anonymous module export): by its file
+    assert (anonymous.symbol, anonymous.is_path) == ("src/clamp.js::clamp", True)
+    assert [loc.path for loc in anonymous.upstream_at_head] == ["src/clamp.js"]
+    assert [loc.path for loc in anonymous.downstream_at_head] == ["lib/clamp.py"]
+
+
 def test_bad_revision_and_url(pair: Any, tmp_path: Path) -> None:
     with pytest.raises(RevisionError, match="nope"):
         scan_range(pair.up.path, pair.down.path, "nope", "HEAD", pair.config)

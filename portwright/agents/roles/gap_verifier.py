@@ -65,7 +65,8 @@ def _check(context: GapContext, verdict: GapVerdict, workspace: Workspace) -> li
     the downstream repository whose change names one. A ``landed`` verdict needs at least
     one ref that holds.
     """
-    spellings = {v.lower() for symbol in context.symbols for v in variants(symbol)}
+    spellings = {v.lower() for symbol in context.symbols
+                 for v in variants(symbol.rpartition("::")[2])}  # `path::name`: its name
     problems: list[str] = []
     held = 0
     for item in verdict.evidence:
