@@ -4,9 +4,17 @@ nor a sandboxed command may change.
 A run reads its configuration (``portwright.toml``), its rules (``AGENTS.md``) and the test
 runner's configuration from the commit it started at. Changing them mid-run would let the
 code under test choose its own isolation, its own gates, or rewrite test outcomes (a root
-``conftest.py`` hook, a ``sitecustomize.py``, a ``.pth`` file that runs at start-up). So
-the agent tools refuse such writes, and the ``protected-paths`` gate fails a change that
-touches them.
+``conftest.py`` hook, a ``sitecustomize.py``, a ``.pth`` file that runs at start-up, a
+``.pytest.ini`` that loads a plugin). So the agent tools refuse such writes, and the
+``protected-paths`` gate fails a change that touches them.
+
+A module at the root of the tree is found before the installed ones when the tests run
+with the root on the import path (``python -m pytest``, ``PYTHONPATH=.``): a root
+``pytest.py`` would be the test runner, a root ``argparse.py`` would run inside it. So a
+root module (``NAME.py``, ``NAME/__init__.py``, a compiled ``NAME.*.so`` or ``NAME.pyc``)
+named after a module of the standard library or of the test runner
+(:data:`RUNNER_MODULES`, any ``pytest_*`` plugin) is protected whole too
+(:func:`shadows_runner`).
 
 Some files are protected only in part: ``pyproject.toml`` may gain a dependency, but not a
 different ``[tool.pytest.ini_options]``; ``setup.cfg`` may change its metadata, but not its
@@ -17,6 +25,8 @@ and new bytes.
 from __future__ import annotations
 
 import configparser
+import importlib.machinery
+import sys
 import tomllib
 from typing import Any
 
@@ -27,6 +37,9 @@ WHOLE_FILES: tuple[str, ...] = (
     "**/AGENTS.md",
     "**/conftest.py",
     "**/pytest.ini",
+    "**/.pytest.ini",
+    "**/pytest.toml",
+    "**/.pytest.toml",
     "**/tox.ini",
     "**/sitecustomize.py",
     "**/usercustomize.py",
@@ -42,9 +55,37 @@ SECTION_FILES: dict[str, str] = {
 """Files of which one section is protected, by path, with how the part is named."""
 
 
+RUNNER_MODULES: frozenset[str] = frozenset({
+    "pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli",
+    "attr", "attrs", "colorama", "pygments", "xdist", "execnet", "coverage", "hypothesis",
+    "nose", "nose2", "conftest", "sitecustomize", "usercustomize",
+})
+"""Modules of the test runner and of what it loads at start-up (besides the standard
+library, :data:`sys.stdlib_module_names`, and any ``pytest_*`` plugin)."""
+
+_MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+
+
+def shadows_runner(path: str) -> bool:
+    """Whether ``path`` is a module at the root of the tree (``NAME.py``,
+    ``NAME/__init__.py``, ``NAME.so``, …) that ``import NAME`` would find instead of a
+    module of the standard library or of the test runner."""
+    parts = path.lstrip("/").split("/")
+    if len(parts) == 1:
+        name, file = parts[0].partition(".")[0], parts[0]
+    elif len(parts) == 2 and parts[1].startswith("__init__."):
+        name, file = parts[0], parts[1]
+    else:
+        return False
+    if not file.endswith(_MODULE_SUFFIXES) or not name.isidentifier():
+        return False
+    return (name in sys.stdlib_module_names or name in RUNNER_MODULES
+            or name.startswith("pytest_"))
+
+
 def is_protected(path: str) -> bool:
     """Whether ``path`` (posix, relative to the worktree) is protected whole."""
-    return match_any(path.lstrip("/"), WHOLE_FILES)
+    return match_any(path.lstrip("/"), WHOLE_FILES) or shadows_runner(path)
 
 
 def protected_change(path: str, before: bytes | None, after: bytes | None) -> str | None:

@@ -13,11 +13,20 @@ elsewhere; a link in the way is an :class:`~portwright.errors.UnsafePath`.
 image built from ``[environment] setup``) and reads one outcome per id
 (:mod:`portwright.eval.reports`, or the exit code of one command per id for ``exit``); an id
 the output does not name counts as failed, and so does every id of a command that was killed
-(timeout, memory, output cap). :func:`run_selection` runs selectors and keeps every id seen.
+(timeout, memory, output cap). A command that takes the ids (``{tests}``) runs only them:
+when it exits non-zero though its output says every one passed, the output lied (a summary
+printed by the code under test after the runner's own), and every id failed.
+:func:`run_selection` runs selectors and keeps every id seen.
+
+:func:`test_files` and :func:`changed_test_files` tell whether the test commands changed
+the tests they ran: a build step (a ``Makefile`` target, a CMake script) or code imported
+before a test can rewrite a hidden test, or a test the tree's agent could not change, before
+it runs; the scoring then fails the integrity checks.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shlex
@@ -44,8 +53,13 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BuildCache", "apply_hidden", "cache_env", "changed_since", "run_selection",
-           "run_tests", "run_tests_and_selection", "test_globs", "test_sandbox"]
+__all__ = ["BuildCache", "apply_hidden", "cache_env", "changed_since", "changed_test_files",
+           "run_selection", "run_tests", "run_tests_and_selection", "test_files", "test_globs",
+           "test_sandbox"]
+
+TEST_FILE_CAP = 256 * 1024 * 1024
+"""Largest test file compared before and after the test commands (a larger one counts as
+changed)."""
 
 
 def test_globs() -> list[str]:
@@ -114,6 +128,33 @@ def apply_hidden(task: ResolvedTask, tree: Path) -> list[str]:
     for path, entry in sorted(wanted.items()):
         _write(tree, path, entry, blobs)
     return sorted(wanted)
+
+
+def _is_test(task: ResolvedTask, path: str) -> bool:
+    return (match_any(path, test_globs())
+            or any(_under(path, h) for h in task.task.hidden.paths))
+
+
+def test_files(task: ResolvedTask, tree: Path, written: Sequence[str]) -> dict[str, str | None]:
+    """Path → sha256 of the bytes (None: absent, or not a regular file reached without a
+    link) of every test file of ``tree`` (tracked, or ``written`` by :func:`apply_hidden`):
+    the files under the test globs and the hidden paths."""
+    tracked = plumbing.git(tree, "ls-files", "-z").split(b"\0")
+    paths = {p.decode("utf-8", "surrogateescape") for p in tracked if p} | set(written)
+    return {path: _content(tree, path) for path in sorted(paths) if _is_test(task, path)}
+
+
+def _content(tree: Path, path: str) -> str | None:
+    try:
+        return hashlib.sha256(safefs.read_file(tree, path, cap=TEST_FILE_CAP)).hexdigest()
+    except (OSError, UnsafePath):
+        return None
+
+
+def changed_test_files(tree: Path, before: Mapping[str, str | None]) -> list[str]:
+    """The paths of ``before`` (:func:`test_files`) that ``tree`` no longer holds as they
+    were."""
+    return [path for path, data in before.items() if _content(tree, path) != data]
 
 
 @dataclass(frozen=True)
@@ -252,7 +293,12 @@ def run_tests(task: PortTask, sandbox: Sandbox, ids: Sequence[str]) -> dict[str,
     if _killed(result):
         return dict.fromkeys(ids, False)
     seen = parse_report(task.environment.report, _stdout(result), asked=ids)
-    return {i: seen.get(i, False) for i in ids}
+    outcomes = {i: seen.get(i, False) for i in ids}
+    if PLACEHOLDER in task.environment.test and result.exit_code != 0 and all(outcomes.values()):
+        logger.warning("the test command exited %s though its output says every test passed: "
+                       "every test failed", result.exit_code)
+        return dict.fromkeys(ids, False)
+    return outcomes
 
 
 def run_tests_and_selection(task: PortTask, sandbox: Sandbox, ids: Sequence[str],

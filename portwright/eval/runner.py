@@ -16,7 +16,8 @@ repositories, its sandbox and its model endpoint, and each has its own)::
    the task's ``[model]`` with ``--model``, or a cassette (``--replay``);
 3. the tree the run left (its branch's head) is cloned, the integrity checks run on its
    diff from the harness commit, the hidden tests are applied and run in the task's
-   sandbox, and ``regress`` is run against the baseline;
+   sandbox, and ``regress`` is run against the baseline; a link where a hidden test goes,
+   or a test file the test commands changed, fails the integrity checks;
 4. the :class:`~portwright.eval.results.TaskResult` is written.
 
 At the end the :class:`~portwright.eval.results.EvalReport` of every result of the suite in
@@ -46,12 +47,14 @@ from portwright.agents.llm import LLMClient
 from portwright.agents.offline import CassetteMismatch, ReplayModel, load_cassette
 from portwright.config import ModelBudget, ModelConfig, PortwrightConfig
 from portwright.environment import STATE_ENV, overlay, variable
-from portwright.errors import PortwrightError, UsageError
+from portwright.errors import PortwrightError, UnsafePath, UsageError
 from portwright.eval.harness import row_id
 from portwright.eval.hidden import (
     BuildCache,
     apply_hidden,
+    changed_test_files,
     run_tests_and_selection,
+    test_files,
     test_globs,
     test_sandbox,
 )
@@ -70,6 +73,10 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["RunOptions", "Score", "cassette_path", "check_cassette", "report_path", "result_path",
            "run_suite", "run_task", "score"]
+
+HIDDEN_TESTS = "hidden-tests"
+"""The integrity finding of the scoring itself: the hidden tests could not be put in place,
+or the test commands changed them."""
 
 ClientFor = Callable[[PortTask, Mode], LLMClient]
 """A model made in process for a task and mode (tests, examples)."""
@@ -332,13 +339,23 @@ def score(ws: Workspace, head: str, record: ValidationRecord, tree: Path, *,
     checks = [check_protected_paths(tree, base=ws.harness),
               check_tamper(tree, base=ws.harness, tests=test_globs(), fail=True)]
     integrity = [f"{c.name}: {m}" for c in checks if not c.passed for m in c.messages]
-    apply_hidden(ws.task, tree)
+    try:
+        written = apply_hidden(ws.task, tree)
+    except UnsafePath as exc:  # a link, or a folder, where a hidden test goes
+        return Score(passed=[], failed=list(task.hidden.tests),
+                     regressions=list(record.regress_baseline),
+                     integrity=[*integrity, f"{HIDDEN_TESTS}: {exc.path} {exc.reason}: the "
+                                            "hidden tests cannot be put in place"])
+    before = test_files(ws.task, tree, written)
     with test_sandbox(task, tree, source=EnvSource(ws.downstream, ws.harness),
                       log_dir=tree.parent / "scored-logs", run_id=run_id,
                       cache=BuildCache(cache, writable=False)
                       if cache is not None and cache.is_dir() else None) as sandbox:
         hidden, regress = run_tests_and_selection(task, sandbox, task.hidden.tests,
                                                   task.hidden.regress)
+    integrity += [f"{HIDDEN_TESTS}: {path} was changed by the test command itself (a build "
+                  "step or the code under test rewrote a test before it ran)"
+                  for path in changed_test_files(tree, before)]
     return Score(passed=[i for i, ok in hidden.items() if ok],
                  failed=[i for i, ok in hidden.items() if not ok],
                  regressions=[i for i in record.regress_baseline if not regress.get(i)],

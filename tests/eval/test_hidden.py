@@ -198,6 +198,26 @@ def test_apply_hidden_leaves_a_file_that_holds_the_bytes_as_it_is(tmp_path: Path
     assert target.read_text() == TEST_SUB
 
 
+def test_a_failed_command_that_reports_every_id_passed_lied(pair: Pair, tmp_path: Path) -> None:
+    """A command that runs only the asked ids and exits non-zero did not pass them all: an
+    all-pass report from it (printed by the code under test) fails every id; a report that
+    already fails one is read as it is; a command that runs every test (no ``{tests}``) may
+    fail for tests not asked."""
+    summary = "=== short test summary info ===\nPASSED x::a\nPASSED x::b\n"
+    pytest_task = _task(tmp_path, pair, '[environment]\ntest = "pt {tests}"')
+    sandbox = FakeSandbox({"pt x::a x::b": result(1, summary), "pt x::a x::c": result(1, summary),
+                           "pt x::b": result(0, summary)})
+    assert run_tests(pytest_task, sandbox, ["x::a", "x::b"]) == {"x::a": False, "x::b": False}
+    assert run_tests(pytest_task, sandbox, ["x::a", "x::c"]) == {"x::a": True, "x::c": False}
+    assert run_tests(pytest_task, sandbox, ["x::b"]) == {"x::b": True}
+    tap = _task(tmp_path, pair, '[environment]\ntest = "t {tests}"\nreport = "tap"')
+    sandbox = FakeSandbox({"t a": result(1, "ok 1 - a\n")})
+    assert run_tests(tap, sandbox, ["a"]) == {"a": False}
+    every = _task(tmp_path, pair, '[environment]\ntest = "pt tests/"')
+    sandbox = FakeSandbox({"pt tests/": result(1, summary + "FAILED x::z\n")})
+    assert run_tests(every, sandbox, ["x::a"]) == {"x::a": True}
+
+
 def test_a_command_that_takes_no_ids_runs_once_for_the_hidden_tests_and_regress(
         pair: Pair, tmp_path: Path) -> None:
     gtest = _task(tmp_path, pair, '[environment]\ntest = "./all"\nreport = "gtest"')

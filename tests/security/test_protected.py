@@ -10,7 +10,11 @@ from portwright.protected import is_protected, protected_change
 @pytest.mark.parametrize("path", [
     "portwright.toml", "AGENTS.md", "src/AGENTS.md", "conftest.py", "tests/conftest.py",
     "pytest.ini", "tox.ini", "sitecustomize.py", "lib/usercustomize.py", "site/evil.pth",
-    ".gitmodules",
+    ".gitmodules", ".pytest.ini", "tests/.pytest.ini", "pytest.toml", ".pytest.toml",
+    # root modules found before the test runner's or the standard library's
+    "pytest.py", "pytest/__init__.py", "_pytest/__init__.py", "pluggy.py", "py.py",
+    "pytest_forger.py", "argparse.py", "json/__init__.py", "unittest/__init__.py",
+    "pytest.cpython-311-x86_64-linux-gnu.so", "pytest.abi3.so", "pytest.pyc",
 ])
 def test_whole_files_are_protected(path: str) -> None:
     assert is_protected(path)
@@ -20,7 +24,13 @@ def test_whole_files_are_protected(path: str) -> None:
     assert protected_change(path, b"same", b"same") is None
 
 
-@pytest.mark.parametrize("path", ["src/mod.py", "tests/test_mod.py", "README.md", "setup.py"])
+@pytest.mark.parametrize("path", [
+    "src/mod.py", "tests/test_mod.py", "README.md", "setup.py",
+    # not found before an installed module: not at the root, not a package's __init__,
+    # not a module, or a name nothing else has
+    "src/pytest.py", "lib/json/__init__.py", "pytest/__main__.py", "json/decoder.py",
+    "test/spec_tests.py", "types.pyi", "argparse.txt", "calc.py", "calc/__init__.py",
+])
 def test_ordinary_files_are_not(path: str) -> None:
     assert not is_protected(path)
     assert protected_change(path, b"a", b"b") is None
