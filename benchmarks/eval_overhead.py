@@ -52,7 +52,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "benchmarks" / "port-tasks" / "examples"
-CASSETTES = SUITE / "cassettes"
+CASSETTES = ROOT / "benchmarks" / "port-tasks" / "cassettes"
 OUT = ROOT / "benchmarks" / "results" / "eval_overhead.json"
 PHASES = ("validation", "setup", "run", "scoring")
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shlex
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -53,9 +54,9 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BuildCache", "apply_hidden", "cache_env", "changed_since", "changed_test_files",
-           "run_selection", "run_tests", "run_tests_and_selection", "test_files", "test_globs",
-           "test_sandbox"]
+__all__ = ["BuildCache", "apply_hidden", "build_jobs_env", "cache_env", "changed_since",
+           "changed_test_files", "run_selection", "run_tests", "run_tests_and_selection",
+           "test_files", "test_globs", "test_sandbox"]
 
 TEST_FILE_CAP = 256 * 1024 * 1024
 """Largest test file compared before and after the test commands (a larger one counts as
@@ -225,13 +226,28 @@ def _has_ccache(sandbox: Sandbox) -> bool:
     return found
 
 
-def _with_cache(sandbox: Sandbox, cache: BuildCache, tree: Path) -> Sandbox:
-    """``sandbox`` building through ``cache`` when its image has ``ccache``, else as it is
-    (asked before any command of the tree runs in it, once per image)."""
+def _cache_env(sandbox: Sandbox, cache: BuildCache, tree: Path) -> dict[str, str]:
+    """The variables that build through ``cache`` when the sandbox's image has ``ccache``,
+    else none (asked before any command of the tree runs in it, once per image)."""
     if not _has_ccache(sandbox):
         logger.info("no ccache in the sandbox's image: builds without a compiler cache")
-        return sandbox
-    return _WithEnv(sandbox, cache_env(cache, tree))
+        return {}
+    return cache_env(cache, tree)
+
+
+_CMAKE = re.compile(r"(?:^|[\s;&|(/])cmake\s")
+
+
+def build_jobs_env(task: PortTask, cpus: float) -> dict[str, str]:
+    """The variables that let the builds of ``task``'s test command use the sandbox's
+    ``cpus``: ``MAKEFLAGS`` and ``CMAKE_BUILD_PARALLEL_LEVEL`` at that many jobs, when the
+    command configures with CMake (whose generated build files name every dependency: a
+    parallel build makes the same thing) and more than one CPU is there. A ``-j`` the
+    command gives itself wins (make's command line overrides ``MAKEFLAGS``)."""
+    jobs = min(int(cpus), os.cpu_count() or 1)
+    if jobs <= 1 or not _CMAKE.search(task.environment.test):
+        return {}
+    return {"MAKEFLAGS": f"-j{jobs}", "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
 
 
 @contextmanager
@@ -239,7 +255,8 @@ def test_sandbox(task: PortTask, tree: Path, *, source: EnvSource, log_dir: Path
                  run_id: str, cache: BuildCache | None) -> Iterator[Sandbox]:
     """A Docker sandbox on ``tree`` running the environment image of ``task`` (its
     ``setup`` built on ``image``, the lockfiles read from ``source``); with ``cache``, its
-    compilers go through that :class:`BuildCache` when the image has ``ccache``."""
+    compilers go through that :class:`BuildCache` when the image has ``ccache``; a CMake
+    build runs as many jobs as the sandbox has CPUs (:func:`build_jobs_env`)."""
     from portwright.runs.keys import evidence_key_dir
     from portwright.sandboxes.mounts import Mount
     from portwright.sandboxes.ownership import command_identity
@@ -256,7 +273,10 @@ def test_sandbox(task: PortTask, tree: Path, *, source: EnvSource, log_dir: Path
         mount = Mount(cache.path, read_only=not cache.writable)
     with open_sandbox(config, worktree=tree, run_id=run_id, log_dir=log_dir,
                       key_dir=evidence_key_dir(), source=source, cache=mount) as sandbox:
-        yield sandbox if cache is None else _with_cache(sandbox, cache, tree)
+        extra = build_jobs_env(task, config.cpus)
+        if cache is not None:
+            extra.update(_cache_env(sandbox, cache, tree))
+        yield _WithEnv(sandbox, extra) if extra else sandbox
 
 
 def _command(task: PortTask, ids: Sequence[str]) -> str:

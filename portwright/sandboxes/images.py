@@ -36,7 +36,8 @@ from portwright.sandboxes.envimage import EnvSource, ensure_env_image, needs_env
 
 logger = logging.getLogger(__name__)
 
-BASE_PACKAGES = ["python3", "python3-venv", "python3-pytest", "git", "g++", "make", "cmake"]
+BASE_PACKAGES = ["python3", "python3-venv", "python3-pytest", "git", "g++", "make", "cmake",
+                 "ccache"]
 LABEL_IMAGE = "portwright.image"
 APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 

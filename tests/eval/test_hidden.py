@@ -13,6 +13,7 @@ import pytest
 from portwright.errors import UnsafePath
 from portwright.eval.hidden import (
     apply_hidden,
+    build_jobs_env,
     run_selection,
     run_tests,
     run_tests_and_selection,
@@ -236,3 +237,22 @@ def test_a_command_that_takes_no_ids_runs_once_for_the_hidden_tests_and_regress(
     assert run_tests_and_selection(pytest_task, sandbox, ["x::b"], ["tests/"]) == (
         {"x::b": False}, {"x::a": True, "x::b": False})
     assert sandbox.commands == ["pt x::b", "pt tests/"]  # the ids go into the command: two
+
+
+def test_a_cmake_build_runs_as_many_jobs_as_the_sandbox_has_cpus(pair: Pair,
+                                                                  tmp_path: Path) -> None:
+    cmake = _task(tmp_path, pair, '[environment]\ntest = "cmake -S . -B b >/dev/null && '
+                  'make -C b && b/t {tests}"\nreport = "exit"\nsuite = "b/t"')
+    jobs = min(2, os.cpu_count() or 1)
+    expected = {} if jobs == 1 else {"MAKEFLAGS": f"-j{jobs}",
+                                     "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
+    assert build_jobs_env(cmake, 2.0) == expected
+    assert build_jobs_env(cmake, 1.5) == {}  # one whole CPU: one job
+    assert build_jobs_env(cmake, 1024.0).get("MAKEFLAGS", "-j1") == \
+        f"-j{os.cpu_count() or 1}"  # never more jobs than the machine has CPUs
+    # a hand-written Makefile may not name every dependency: built as the command says
+    plain = _task(tmp_path, pair, '[environment]\ntest = "make check {tests}"\n'
+                  'report = "exit"\nsuite = "make check"')
+    assert build_jobs_env(plain, 2.0) == {}
+    assert build_jobs_env(_task(tmp_path, pair, '[environment]\ntest = "pt {tests}"'),
+                          2.0) == {}
