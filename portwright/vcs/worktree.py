@@ -56,11 +56,13 @@ def run_worktree(repo: Path, folder: Path, run_id: str, base: str) -> Path:
     return folder.resolve()
 
 
-def find_step(worktree: Path, run_id: str, step: str) -> str | None:
-    """The commit of ``step`` of ``run_id`` on the worktree's branch, if it was made."""
+def find_step(worktree: Path, run_id: str, step: str, *, since: str = "") -> str | None:
+    """The commit of ``step`` of ``run_id`` on the worktree's branch, if it was made; with
+    ``since`` (the run's base), among the commits after it only: the walk is the run's own
+    commits, not the repository's whole history."""
     out = plumbing.git(worktree, "log", "--format=%H", "--fixed-strings", "--all-match",
                        f"--grep={RUN_TRAILER}: {run_id}", f"--grep={STEP_TRAILER}: {step}",
-                       "HEAD").decode().split()
+                       f"{since}..HEAD" if since else "HEAD", "--").decode().split()
     return out[0] if out else None
 
 
@@ -78,11 +80,12 @@ def reset_to_head(worktree: Path) -> None:
 
 def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
                 include: list[str] | None = None, exclude: list[str] | None = None,
-                allow_empty: bool = False) -> str | None:
+                allow_empty: bool = False, since: str = "") -> str | None:
     """Commit what the step changed (``include`` globs only, minus ``exclude`` globs; all
     by default) with the run's trailers; the existing commit when the step already made
-    one; None when there was nothing to commit and ``allow_empty`` is false."""
-    found = find_step(worktree, run_id, step)
+    one (after ``since``, the run's base, when given: :func:`find_step`); None when there
+    was nothing to commit and ``allow_empty`` is false."""
+    found = find_step(worktree, run_id, step, since=since)
     if found is not None:
         return found
     paths = [p for p in changed_paths(worktree)

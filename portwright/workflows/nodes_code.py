@@ -87,7 +87,7 @@ def port_tests(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         return {**counted, **blocked(f"implementer (tests): {outcome.status}: {outcome.reason}")}
     step = f"tests-{counted['attempts']['red']}"
     sha = commit_step(root, ctx.run_id, step, f"tests: port the upstream tests of {state.row}",
-                      include=test_globs(ctx))
+                      include=test_globs(ctx), since=state.base)
     if sha is None:
         return {**counted, "feedback": "no test file changed: port the upstream tests into "
                                        f"the test paths ({', '.join(test_globs(ctx))})"}
@@ -134,7 +134,8 @@ def implement(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     if not outcome.ok:
         return {**counted, **blocked(f"implementer: {outcome.status}: {outcome.reason}")}
     step = f"implement-{counted['attempts']['implement']}"
-    sha = commit_step(root, ctx.run_id, step, f"port: {state.row}", exclude=test_globs(ctx))
+    sha = commit_step(root, ctx.run_id, step, f"port: {state.row}", exclude=test_globs(ctx),
+                      since=state.base)
     commits = {**state.commits, step: sha} if sha else state.commits
     return {**counted, "commits": commits, "feedback": ""}
 

@@ -73,7 +73,7 @@ def reconcile(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     status = "partial" if state.deferred and "partial" in statuses else "ported"
     update_row(root, config, state.row, status=status)
     sha = commit_step(root, ctx.run_id, "reconcile", f"parity: {state.row} {status}",
-                      allow_empty=True)
+                      allow_empty=True, since=state.base)
     return {"commits": {**state.commits, "reconcile": sha or ""}}
 
 

@@ -123,7 +123,7 @@ def record_landed(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     update_row(root, config, state.row, status=_done_status(ctx))
     sha = commit_step(root, ctx.run_id, "record-landed",
                       f"parity: {state.row} already landed upstream's behaviour",
-                      allow_empty=True)
+                      allow_empty=True, since=state.base)
     return {"commits": {**state.commits, "record-landed": sha or ""},
             "status": RunStatus.LANDED, "reason": verdict.reasoning}
 

@@ -108,7 +108,7 @@ def write_spec(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     attempt = state.attempts.get("spec", 1)
     sha = commit_step(root, ctx.run_id, f"spec-{attempt}",
                       f"spec: {state.row} ({report.symbol} at {state.target[:12]})",
-                      allow_empty=True)
+                      allow_empty=True, since=state.base)
     return {"commits": {**state.commits, f"spec-{attempt}": sha or ""}}
 
 
@@ -146,7 +146,8 @@ def approve_spec(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         safefs.write_file(ctx.project.root, state.spec_path, text.encode("utf-8"))
         edits = sum(1 for k in state.commits if k.startswith("spec-edit"))
         sha = commit_step(ctx.project.root, ctx.run_id, f"spec-edit-{edits + 1}",
-                          f"spec: {state.row} edited by a reviewer", allow_empty=True)
+                          f"spec: {state.row} edited by a reviewer", allow_empty=True,
+                          since=state.base)
         return {"approvals": approvals, "commits": {**state.commits,
                                                     f"spec-edit-{edits + 1}": sha or ""}}
     if isinstance(decision, RejectDecision | RespondDecision):

@@ -27,6 +27,24 @@ def test_commits_a_step_once(repo: GitRepo) -> None:
     assert worktree.commit_step(repo.path, "r1", "write", "again") == sha
 
 
+def test_a_step_is_looked_for_after_the_runs_base_only(repo: GitRepo) -> None:
+    """A run's steps are committed on its branch after its base: the search for one walks
+    those commits, not the repository's whole history (a port of a project with 100,000
+    commits would walk them all at every step)."""
+    repo.write("old.txt", "old\n")
+    old = worktree.commit_step(repo.path, "r1", "write", "an older commit, same trailers")
+    base = repo.git("rev-parse", "HEAD")
+    assert worktree.find_step(repo.path, "r1", "write") == old
+    assert worktree.find_step(repo.path, "r1", "write", since=base) is None
+    repo.write("b.txt", "b\n")
+    sha = worktree.commit_step(repo.path, "r1", "write", "write b", since=base)
+    assert sha is not None
+    assert sha != old
+    assert worktree.find_step(repo.path, "r1", "write", since=base) == sha
+    repo.write("c.txt", "c\n")
+    assert worktree.commit_step(repo.path, "r1", "write", "again", since=base) == sha
+
+
 def test_nothing_changed_is_no_commit(repo: GitRepo) -> None:
     head = repo.git("rev-parse", "HEAD")
     repo.write("build/out.o", "ignored\n")
