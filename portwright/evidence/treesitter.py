@@ -154,26 +154,25 @@ def definitions(language: str, data: bytes, parts: list[str],
 
 def _users(root: Any, data: bytes, name: str, module: ModuleFacts) -> set[str]:
     """Module functions whose body calls ``name``."""
-    call = re.compile(rf"(?<![\w$.]){re.escape(name)}\s*\(")
-    out: set[str] = set()
-    for node in walk(root):
-        if node.type in JS_FUNCTIONS:
-            own = js_name(node, data)
-            if own and own != name and own in module.functions and \
-                    call.search(node_text(data, node)):
-                out.add(own)
-    return out
+    return _functions_naming(root, data, name, module,
+                             re.compile(rf"(?<![\w$.]){re.escape(name)}\s*\("))
 
 
 def _readers(root: Any, data: bytes, name: str, module: ModuleFacts) -> set[str]:
     """Module functions whose body reads the module-level value ``name``."""
-    word = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
+    return _functions_naming(root, data, name, module,
+                             re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])"))
+
+
+def _functions_naming(root: Any, data: bytes, name: str, module: ModuleFacts,
+                      pattern: re.Pattern[str]) -> set[str]:
+    """Module functions other than ``name`` whose body ``pattern`` finds."""
     out: set[str] = set()
     for node in walk(root):
         if node.type in JS_FUNCTIONS:
             own = js_name(node, data)
             if own and own != name and own in module.functions and \
-                    word.search(node_text(data, node)):
+                    pattern.search(node_text(data, node)):
                 out.add(own)
     return out
 
