@@ -33,7 +33,17 @@ times noisy: compare runs interleaved, not across hours). Importing portwright b
 run (``imports_s``) is reported apart: it is paid once per process, before any run.
 Goal: overhead ≤ 5 % of the wall time. Writes ``benchmarks/results/orchestration_overhead.json``.
 
+Python's bytecode is compiled for the measured tree before the first run, and the runs may
+write it (``PYTHONDONTWRITEBYTECODE`` is dropped from their environment), as after a
+``pip install``: otherwise every run would compile from source the modules it imports while
+it runs, and count that as overhead.
+
+``--baseline REV`` measures the code of commit ``REV`` (a detached copy of it) in the same
+way, its runs interleaved with this tree's, and reports the ratio of the medians: the
+machine's load touches both alike.
+
     python benchmarks/orchestration_overhead.py [--repeat 5]   # 5 cold and 5 warm runs
+    python benchmarks/orchestration_overhead.py --baseline main~3 --no-write
 """
 
 from __future__ import annotations
@@ -187,13 +197,13 @@ def _instrumented(replay: Any, model: Timed, checkpoint: Timed, writes: Timed,
             setattr(owner, name, value)
 
 
-def one_run(scratch: Path, number: int, *, warm: bool) -> dict[str, Any]:
-    """One run of the demo in this (fresh) process: the first in a new project and state
-    folder (cold), or a later one in the project and state folder of run ``number``'s cold
-    run (warm)."""
+def one_run(scratch: Path, number: int, *, warm: bool, root: Path = ROOT) -> dict[str, Any]:
+    """One run of the demo in this (fresh) process, with the code of ``root``: the first in
+    a new project and state folder (cold), or a later one in the project and state folder of
+    run ``number``'s cold run (warm)."""
     began_imports = time.perf_counter()
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "examples" / "rmsnorm"))
+    sys.path.insert(0, str(root))
+    sys.path.insert(0, str(root / "examples" / "rmsnorm"))
     from build import DOWNSTREAM, build
 
     from portwright.agents.offline import ReplayModel
@@ -207,7 +217,7 @@ def one_run(scratch: Path, number: int, *, warm: bool) -> dict[str, Any]:
     os.environ["PORTWRIGHT_STATE_DIR"] = str(scratch / f"state-{number}")
     project = Project.load(downstream, at="HEAD")
     model, checkpoint, writes, sandbox = Timed(), Timed(), Timed(), Timed()
-    replay = ReplayModel(CASSETTE)
+    replay = ReplayModel(root / CASSETTE.relative_to(ROOT))
     processes = Subprocesses()
     load_before = os.getloadavg()[0]
     with _instrumented(replay, model, checkpoint, writes, sandbox), processes.counting():
@@ -251,15 +261,42 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _child(scratch: str, number: int, warm: bool) -> dict[str, Any]:
-    args = [sys.executable, __file__, "--one", str(number), "--scratch", scratch]
+def _env() -> dict[str, str]:
+    """The runs' environment: this one, bytecode writing allowed."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _compile(root: Path) -> None:
+    """Bytecode for the tree's code, as an install leaves it."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "portwright", "examples",
+                    "benchmarks"], cwd=root, env=_env(), check=True, stdout=subprocess.DEVNULL)
+
+
+@contextlib.contextmanager
+def _checkout(rev: str) -> Iterator[Path]:
+    """A detached copy of commit ``rev`` of this repository (removed afterwards)."""
+    with tempfile.TemporaryDirectory(prefix="portwright-baseline-") as folder:
+        tree = Path(folder) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach",
+                        str(tree), rev], check=True)
+        try:
+            yield tree
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                            str(tree)], check=False)
+
+
+def _child(scratch: str, number: int, warm: bool, root: Path = ROOT,
+           label: str = "") -> dict[str, Any]:
+    args = [sys.executable, __file__, "--one", str(number), "--scratch", scratch,
+            "--root", str(root)]
     done = subprocess.run([*args, *(["--warm"] if warm else [])], capture_output=True,
-                          text=True, check=False)
+                          text=True, check=False, env=_env())
     if done.returncode != 0:
         sys.stderr.write(done.stdout + done.stderr)
         raise SystemExit(done.returncode)
     run: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"run {number + 1} {'warm' if warm else 'cold'}: wall {run['wall_s']:.2f} s = "
+    print(f"{label}run {number + 1} {'warm' if warm else 'cold'}: wall {run['wall_s']:.2f} s = "
           f"sandbox {run['sandbox_s']:.2f} s + model {run['model_s']:.3f} s + overhead "
           f"{run['overhead_s']:.2f} s ({run['overhead_pct']:.1f} %); "
           f"{run['git_processes']} git processes ({run['git_s']:.2f} s); "
@@ -274,18 +311,55 @@ def main() -> int:
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also measure commit REV, interleaved, and report the ratios")
     parser.add_argument("--no-write", action="store_true",
                         help="print the figures, do not write the result file")
     args = parser.parse_args()
     if args.one is not None:  # a child: one run, its figures as the last line
-        print(json.dumps(one_run(args.scratch, args.one, warm=args.warm)))
+        print(json.dumps(one_run(args.scratch, args.one, warm=args.warm, root=args.root)))
         return 0
-    runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
+    with contextlib.ExitStack() as stack:
+        roots = {"": ROOT}
+        if args.baseline:
+            roots["baseline "] = stack.enter_context(_checkout(args.baseline))
+        runs = _measure(roots, args.repeat)
+    summaries = {kind: _summary(of_kind) for kind, of_kind in runs[""].items()}
+    baseline = ({kind: _summary(of_kind) for kind, of_kind in runs["baseline "].items()}
+                if args.baseline else None)
+    _print(summaries, baseline)
+    if not args.no_write:
+        RESULT.write_text(json.dumps({
+            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+            "summary": summaries, "runs": runs[""],
+            **({"baseline": {"rev": args.baseline, "summary": baseline,
+                             "runs": runs["baseline "]}} if baseline else {})},
+            indent=2) + "\n")
+        print(f"wrote {RESULT.relative_to(ROOT)}")
+    return 0
+
+
+def _measure(roots: dict[str, Path], repeat: int) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """``repeat`` cold and warm runs of each tree in ``roots``, interleaved: the machine's
+    load touches them all alike."""
+    for root in roots.values():
+        _compile(root)
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+        label: {"cold": [], "warm": []} for label in roots}
     with tempfile.TemporaryDirectory(prefix="portwright-bench-") as scratch:
-        for number in range(args.repeat):  # interleaved: the machine's load touches both
-            runs["cold"].append(_child(scratch, number, warm=False))
-            runs["warm"].append(_child(scratch, number, warm=True))
-    summaries = {kind: _summary(of_kind) for kind, of_kind in runs.items()}
+        for number in range(repeat):
+            for label, root in roots.items():
+                folder = Path(scratch) / (label.strip() or "tree")
+                folder.mkdir(exist_ok=True)
+                for warm in (False, True):
+                    runs[label]["warm" if warm else "cold"].append(
+                        _child(str(folder), number, warm, root, label))
+    return runs
+
+
+def _print(summaries: dict[str, Any], baseline: dict[str, Any] | None) -> None:
     for kind, summary in summaries.items():
         print(f"median {kind}: wall {summary['wall_s_median']:.2f} s, overhead "
               f"{summary['overhead_s_median']:.2f} s ({summary['overhead_pct_median']:.1f} %)"
@@ -293,13 +367,12 @@ def main() -> int:
               f"p50 {summary['checkpoint_write_ms_p50']:.2f} ms, p90 "
               f"{summary['checkpoint_write_ms_p90']:.2f} ms; imports before the run "
               f"{summary['imports_s_median']:.2f} s")
-    if not args.no_write:
-        RESULT.write_text(json.dumps({
-            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-            "summary": summaries, "runs": runs}, indent=2) + "\n")
-        print(f"wrote {RESULT.relative_to(ROOT)}")
-    return 0
+        if baseline is not None:
+            base = baseline[kind]
+            print(f"  baseline {kind}: wall {base['wall_s_median']:.2f} s, overhead "
+                  f"{base['overhead_s_median']:.2f} s ({base['overhead_pct_median']:.1f} %); "
+                  f"{base['git_processes_median']:.0f} git processes; overhead ratio "
+                  f"{summary['overhead_s_median'] / base['overhead_s_median']:.2f}")
 
 
 if __name__ == "__main__":

@@ -110,6 +110,19 @@ class Project:
         config = parse_config(data, root / CONFIG_FILE, environ=env)
         return cls(root, config, sha, env)
 
+    def in_worktree(self, folder: Path) -> Project:
+        """This project seen from ``folder``, a linked worktree of its repository that
+        portwright made (a run's): the same config, read at the same revision, and the same
+        git directory and state folder, so nothing is read again. Only for a project loaded
+        at a revision: the working files of another folder are other files."""
+        if self.revision is None:
+            raise ValueError("in_worktree needs a project loaded at a revision")
+        moved = Project(folder.resolve(), self.config, self.revision, self.environ)
+        # both follow from the git directory, which the worktree shares
+        moved.__dict__["_common_dir"] = self._common_dir
+        moved.__dict__["state_dir"] = self.state_dir
+        return moved
+
     # -- state ---------------------------------------------------------------------------
 
     @cached_property

@@ -8,6 +8,8 @@ not show. The hot paths that read whole histories use the one hand parser,
 from __future__ import annotations
 
 import os
+import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,16 +53,44 @@ class Change:
     """Path at base, for renames and copies."""
 
 
+_FULL_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_RAW: dict[tuple[str, str, str], bytes] = {}
+"""What ``git diff --name-status`` printed between two full commit shas, by repository:
+fixed by the commits themselves (the gates of a phase, and the phases run on one commit,
+ask the same)."""
+_RAW_LOCK = threading.Lock()
+
+
+def _raw_name_status(repo: Path, base: str, head: str) -> bytes:
+    """``git diff --name-status -M -z base head``; between two full shas, asked of git
+    once per process."""
+    fixed = bool(_FULL_SHA.fullmatch(base) and _FULL_SHA.fullmatch(head))
+    key = (str(Path(repo).absolute()), base, head)
+    if fixed:
+        with _RAW_LOCK:
+            known = _RAW.get(key)
+        if known is not None:
+            return known
+    try:
+        raw = plumbing.git(repo, "diff", "--name-status", "-M", "-z", base, head)
+    except RepositoryError as exc:
+        raise RevisionError(exc.message, file=repo,
+                            fix="check the revision (does the base exist in this repo?)") from exc
+    if fixed:
+        with _RAW_LOCK:
+            if len(_RAW) >= 256:
+                _RAW.clear()
+            _RAW[key] = raw
+    return raw
+
+
 def name_status(repo: Path, base: str, head: str = "HEAD", *, exact: bool = False) -> list[Change]:
     """The changed files of ``base..head``. ``exact`` keeps a file name that is not UTF-8 as
     ``os.fsdecode`` does, so that it names the same file when passed back to git (print it
     with ``errors="replace"``); otherwise such bytes read as U+FFFD."""
-    if exact:
-        raw = plumbing.git(repo, "diff", "--name-status", "-M", "-z", base, head)
-        fields = [os.fsdecode(f) for f in raw.split(b"\0") if f]
-    else:
-        fields = [f for f in git(repo, "diff", "--name-status", "-M", "-z", base, head)
-                  .split("\0") if f]
+    raw = _raw_name_status(repo, base, head)
+    fields = [os.fsdecode(f) if exact else f.decode("utf-8", errors="replace")
+              for f in raw.split(b"\0") if f]
     changes: list[Change] = []
     index = 0
     while index < len(fields):

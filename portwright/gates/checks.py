@@ -194,15 +194,15 @@ def _row_affected(repo: Path, row: MatrixRow, changed: set[str],
 
 
 def check_reconciled(repo: Path, config: PortwrightConfig, *, base: str | None = None,
-                     ignore: list[str] | None = None) -> GateResult:
-    """Every introduced change (``base..HEAD``) has a ledger entry, every from-scratch entry
+                     ignore: list[str] | None = None, head: str = "HEAD") -> GateResult:
+    """Every introduced change (``base..head``) has a ledger entry, every from-scratch entry
     is in the inventory (with searched paths), every matrix row the change affects was
     updated in the change."""
     name = BuiltinCheck.RECONCILED.value
     messages: list[str] = []
     try:
         base = _diff.default_base(repo, base)
-        changes = _diff.name_status(repo, base)
+        changes = _diff.name_status(repo, base, head)
         entries, ledger_problems = load_ledger(repo, config, strict=False)
         inventory, inventory_problems = load_inventory(repo, config, strict=False)
         rows = load_rows(repo, config)
@@ -225,7 +225,8 @@ def check_reconciled(repo: Path, config: PortwrightConfig, *, base: str | None =
             messages.append(f"{entry.file}:{entry.line}: {entry.change} is from scratch but "
                             f"not in the inventory ({config.artifacts.inventory})")
     ledger_rel = config.artifacts.ledger
-    new_lines = _diff.added_lines(repo, base, ledger_rel) if ledger_rel in changed else set()
+    new_lines = (_diff.added_lines(repo, base, ledger_rel, head) if ledger_rel in changed
+                 else set())
     new_entries = [e for e in entries if e.line in new_lines]
     added_by_file: dict[str, set[int]] = {}
     for row in rows:
@@ -233,7 +234,7 @@ def check_reconciled(repo: Path, config: PortwrightConfig, *, base: str | None =
         if why is None:
             continue
         if row.file not in added_by_file:
-            added_by_file[row.file] = (_diff.added_lines(repo, base, row.file)
+            added_by_file[row.file] = (_diff.added_lines(repo, base, row.file, head)
                                        if row.file in changed else set())
         if row.line not in added_by_file[row.file]:
             messages.append(f"{row.file}:{row.line}: row {row.id!r} is affected ({why}) but "
@@ -359,13 +360,14 @@ def check_red_green(repo: Path, store: RunStore | None, *, tests: list[str],
 
 # ---------------------------------------------------------------- no-test-weakening
 
-def check_no_test_weakening(repo: Path, *, base: str | None, tests: list[str]) -> GateResult:
-    """The diff of test files adds no skip/xfail, removes no assertion, loosens no
-    tolerance (Python and C++ patterns)."""
+def check_no_test_weakening(repo: Path, *, base: str | None, tests: list[str],
+                            head: str = "HEAD") -> GateResult:
+    """The diff of test files (``base..head``) adds no skip/xfail, removes no assertion,
+    loosens no tolerance (Python and C++ patterns)."""
     name = BuiltinCheck.NO_TEST_WEAKENING.value
     try:
         base = _diff.default_base(repo, base)
-        changes = _diff.name_status(repo, base)
+        changes = _diff.name_status(repo, base, head)
     except UsageError as exc:
         return _usage(name, exc)
     paths: set[str] = set()
@@ -373,7 +375,7 @@ def check_no_test_weakening(repo: Path, *, base: str | None, tests: list[str]) -
         for path in (change.path, change.old_path):
             if path is not None and match_any(path, tests):
                 paths.update(p for p in (change.path, change.old_path) if p is not None)
-    findings = weakening(_diff.unified(repo, base, sorted(paths)))
+    findings = weakening(_diff.unified(repo, base, sorted(paths), head))
     messages = [f.render() for f in findings]
     for change in changes:
         if change.status == "D" and match_any(change.path, tests):
@@ -422,15 +424,16 @@ def check_seams(repo: Path, config: PortwrightConfig, rules: Rules, *,
 
 # -------------------------------------------------------------------------- additive
 
-def check_additive(repo: Path, rules: Rules, *, base: str | None) -> GateResult:
-    """Under the rules' ``additive`` globs a change may only add files."""
+def check_additive(repo: Path, rules: Rules, *, base: str | None,
+                   head: str = "HEAD") -> GateResult:
+    """Under the rules' ``additive`` globs a change (``base..head``) may only add files."""
     name = BuiltinCheck.ADDITIVE.value
     globs = rules.additive
     if not globs:
         return result(name, [], check=name, notes=["no additive paths declared"])
     try:
         base = _diff.default_base(repo, base)
-        changes = _diff.name_status(repo, base)
+        changes = _diff.name_status(repo, base, head)
     except UsageError as exc:
         return _usage(name, exc)
     verbs = {"M": "edits", "D": "deletes", "R": "renames", "T": "changes the type of",
@@ -538,7 +541,7 @@ def _spec_complete(ctx: GateContext) -> GateResult:
 
 def _reconciled(ctx: GateContext) -> GateResult:
     return check_reconciled(ctx.repo, ctx.config, base=ctx.base or _option_str(ctx, "base"),
-                            ignore=_option_list(ctx, "ignore", []))
+                            ignore=_option_list(ctx, "ignore", []), head=ctx.head)
 
 
 def _red_green(ctx: GateContext) -> GateResult:
@@ -547,7 +550,7 @@ def _red_green(ctx: GateContext) -> GateResult:
 
 def _weakening(ctx: GateContext) -> GateResult:
     return check_no_test_weakening(ctx.repo, base=ctx.base or _option_str(ctx, "base"),
-                                   tests=_tests_globs(ctx))
+                                   tests=_tests_globs(ctx), head=ctx.head)
 
 
 def _seams(ctx: GateContext) -> GateResult:
@@ -555,7 +558,8 @@ def _seams(ctx: GateContext) -> GateResult:
 
 
 def _additive(ctx: GateContext) -> GateResult:
-    return check_additive(ctx.repo, ctx.rules, base=ctx.base or _option_str(ctx, "base"))
+    return check_additive(ctx.repo, ctx.rules, base=ctx.base or _option_str(ctx, "base"),
+                          head=ctx.head)
 
 
 def _runtime(ctx: GateContext) -> GateResult:

@@ -146,19 +146,22 @@ def run_command(
     junit: str | None = None,
     store: RunStore | None = None,
     phase: str | None = None,
+    snapshot: tuple[str, str, bool] | None = None,
 ) -> tuple[EvidenceRecord, str]:
     """Run ``command`` (a shell line) in ``sandbox`` from ``directory`` of the worktree and
-    record what was observed. Returns the record and an excerpt of the output (head and
-    tail of each stream)."""
+    record what was observed, on the tree ``snapshot`` shows (taken now when not given).
+    Returns the record and an excerpt of the output (head and tail of each stream)."""
     junit_rel = posixpath.normpath(posixpath.join(directory, junit)) if junit else None
     messages: list[str] = []
     if junit_rel is not None:
         try:
+            if safefs.stat(repo, junit_rel) is not None:
+                snapshot = None  # the tree the caller saw held the report removed now
             safefs.unlink(repo, junit_rel)  # a stale report from an earlier run must not count
         except (UnsafePath, OSError) as exc:
             messages.append(f"{junit_rel}: {exc}")
     cwd = Path(directory) if directory else None
-    sha, tree, dirty = plumbing.snapshot(repo)
+    sha, tree, dirty = snapshot if snapshot is not None else plumbing.snapshot(repo)
     result = sandbox.exec(["sh", "-c", command], timeout=timeout, cwd=cwd)
     junit_bytes: bytes | None = None
     passed_ids: list[str] = []

@@ -67,6 +67,9 @@ class GateContext:
     """The gate being run."""
     base: str | None = None
     """Downstream revision the change is measured from (diff ``base..HEAD``)."""
+    head: str = "HEAD"
+    """Downstream revision the change is measured to: the sha of HEAD when the gate's
+    snapshot of the worktree was taken (what its record names), else ``HEAD``."""
     changed: list[str] | None = None
     """Paths the change touches (None: unknown, check everything)."""
     sandbox: Sandbox | None = None

@@ -39,8 +39,9 @@ Snapshot = tuple[str, str, bool]
 
 def run_gate(gate: ResolvedGate, ctx: GateContext, *,
              snapshot: Snapshot | None = None) -> GateResult:
-    """Run one gate. A built-in check records the worktree as ``snapshot`` shows it (taken
-    now when not given: pass one only when nothing can have changed the worktree since)."""
+    """Run one gate. A built-in check records the worktree as ``snapshot`` shows it, and a
+    command records it as the tree it ran on (taken now when not given: pass one only when
+    nothing can have changed the worktree since)."""
     spec = gate.spec
     if spec.run is not None:
         if ctx.sandbox is None:
@@ -51,7 +52,7 @@ def run_gate(gate: ResolvedGate, ctx: GateContext, *,
         record, output = run_command(
             ctx.sandbox, spec.run, repo=ctx.repo, name=gate.name, kind=kind,
             directory=gate.directory, timeout=spec.timeout, junit=spec.junit, store=ctx.store,
-            phase=ctx.phase.value if ctx.phase is not None else None,
+            phase=ctx.phase.value if ctx.phase is not None else None, snapshot=snapshot,
         )
         messages = list(record.messages)
         if kind is EvidenceKind.RED:
@@ -107,10 +108,13 @@ def run_gates(
     store: RunStore | None = None,
     base: str | None = None,
     upstream: Repo | None = None,
+    snapshot: Snapshot | None = None,
 ) -> list[GateResult]:
     """Run every gate the rules declare for ``phase`` (filtered by ``changed`` paths and by
     name with ``only``), in declaration order. Never raises for a failing gate: read
-    ``passed`` of each result (:func:`require_passed` turns failures into ``GateFailed``)."""
+    ``passed`` of each result (:func:`require_passed` turns failures into ``GateFailed``).
+    ``snapshot``: the worktree as the caller saw it just now (:func:`plumbing.snapshot`),
+    for the gates before the first command (nothing else changes the tree)."""
     phase = Phase(phase)
     gates = rules.gates_for(phase, changed)
     if only is not None:
@@ -123,20 +127,18 @@ def run_gates(
                              fix="see the gates with `portwright rules check`")
         gates = [g for g in gates if g.name in names or g.spec.name in names]
     results: list[GateResult] = []
-    shared: Snapshot | None = None  # the tree as the checks since the last command see it
+    shared = snapshot  # the tree as the gates since the last command see it
     for gate in gates:
+        logger.info("gate %s (%s)", gate.name, gate.spec.run or gate.spec.check)
+        if gate.spec.check is not None and shared is None:
+            shared = plumbing.snapshot(repo)
         ctx = GateContext(repo=repo, config=config, rules=rules, gate=gate, base=base,
+                          head=shared[0] if shared is not None else "HEAD",
                           changed=changed, sandbox=sandbox, store=store, phase=phase,
                           _upstream=upstream)
-        logger.info("gate %s (%s)", gate.name, gate.spec.run or gate.spec.check)
-        if gate.spec.check is None:
-            results.append(run_gate(gate, ctx))
-            shared = None  # the command may have changed the tree
-            continue
-        shared = shared if shared is not None else plumbing.snapshot(repo)
         results.append(run_gate(gate, ctx, snapshot=shared))
-        if gate.spec.check in RUNS_COMMANDS:
-            shared = None
+        if gate.spec.check is None or gate.spec.check in RUNS_COMMANDS:
+            shared = None  # the command may have changed the tree
     return results
 
 

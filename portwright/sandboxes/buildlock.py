@@ -23,8 +23,6 @@ from pathlib import Path
 import docker
 from docker.errors import ImageNotFound
 from docker.models.images import Image
-from filelock import FileLock
-from filelock import Timeout as LockTimeout
 
 from portwright.errors import SandboxError
 
@@ -63,6 +61,11 @@ def image_lock(tag: str, *, timeout: float = LOCK_TIMEOUT,
     ``on_wait`` hears once that another process holds it. Raises :class:`SandboxError` when
     the folder cannot be made or the lock is not had within ``timeout`` seconds.
     """
+    # imported here: a run that only asks whether an image exists (every run) would
+    # otherwise pay filelock's import (~20 ms) for a lock it takes only to build
+    from filelock import FileLock
+    from filelock import Timeout as LockTimeout
+
     path = lock_path(tag)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

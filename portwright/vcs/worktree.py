@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from portwright.errors import RepositoryError
@@ -66,26 +67,37 @@ def find_step(worktree: Path, run_id: str, step: str, *, since: str = "") -> str
     return out[0] if out else None
 
 
-def reset_to_head(worktree: Path) -> None:
+def fresh_step(head: str | None, recorded: Iterable[str]) -> bool:
+    """Whether a step that found HEAD at ``head`` (:func:`reset_to_head`) has made no commit
+    of its own yet: ``head`` is a commit the run recorded before the step (its base, an
+    earlier step's commit). A step commits last, so one cut short after its commit, before
+    the run recorded it, finds that commit at HEAD: not a recorded one."""
+    return head is not None and head in set(recorded)
+
+
+def reset_to_head(worktree: Path) -> str | None:
     """Drop uncommitted changes and untracked files (ignored ones stay): what a step left
     half-done before a crash; the step starts again from its last commit. A worktree that
     ``git status`` finds clean is left as it is (one git process instead of two: most
-    steps start where the last one committed)."""
+    steps start where the last one committed). Returns HEAD's sha as ``git status`` named
+    it (None when it named none)."""
     head, dirty = plumbing.status(worktree)
     if head is not None and not dirty:
-        return
+        return head
     plumbing.git(worktree, "reset", "--quiet", "--hard", "HEAD")
     plumbing.git(worktree, "clean", "--quiet", "-fd")
+    return head
 
 
 def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
                 include: list[str] | None = None, exclude: list[str] | None = None,
-                allow_empty: bool = False, since: str = "") -> str | None:
+                allow_empty: bool = False, since: str = "", look_up: bool = True) -> str | None:
     """Commit what the step changed (``include`` globs only, minus ``exclude`` globs; all
     by default) with the run's trailers; the existing commit when the step already made
     one (after ``since``, the run's base, when given: :func:`find_step`); None when there
-    was nothing to commit and ``allow_empty`` is false."""
-    found = find_step(worktree, run_id, step, since=since)
+    was nothing to commit and ``allow_empty`` is false. ``look_up=False``: the caller knows
+    the step has made no commit yet (:func:`fresh_step`), and none is looked for."""
+    found = find_step(worktree, run_id, step, since=since) if look_up else None
     if found is not None:
         return found
     paths = [p for p in changed_paths(worktree)

@@ -161,7 +161,10 @@ def _run_project(project: Project, run_id: str, worktree: Path, base: str, *,
     (and this process's ``PORTWRIGHT_*`` overrides) when it starts, and the config it
     recorded then when it resumes — a resume from another process, without the command
     line's ``--model`` / ``--sandbox`` / ``--approve``, goes on as the run started."""
-    run_project = Project.load(worktree, at=base, environ=project.environ)
+    # the project was read at the run's base: the run's worktree, at the same commit, holds
+    # the same config, so it is not read and checked again
+    run_project = (project.in_worktree(worktree) if project.revision == base
+                   else Project.load(worktree, at=base, environ=project.environ))
     manifest = RunStore(project.runs_dir, run_id).manifest() if resume else None
     if manifest is None:
         return run_project
@@ -224,7 +227,8 @@ def start(project: Project, row: str, on_event: OnEvent, *, run_id: str | None =
     if project.run_dir(run_id).exists():
         raise UsageError(f"run {run_id!r} exists already", key="--run-id",
                          fix=f"resume it with `portwright resume {run_id}`, or pick another id")
-    base = plumbing.rev_parse(project.root, base or "HEAD")
+    # a project read at HEAD (the CLI's) holds the sha HEAD named then: the run starts there
+    base = plumbing.rev_parse(project.root, base or project.revision or "HEAD")
     require_row_at(project.root, project.config, row, base)  # before a run folder exists
     on_event({"event": "run_started", "run_id": run_id, "row": row, "base": base})
     return _drive(project, run_id, base, f"run {row}",

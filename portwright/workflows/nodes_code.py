@@ -17,7 +17,7 @@ from portwright.evidence.surface import SurfaceReport
 from portwright.gates.models import GateResult
 from portwright.rules import BuiltinCheck, Phase
 from portwright.runs.models import EvidenceKind
-from portwright.vcs.worktree import commit_step, head, reset_to_head
+from portwright.vcs.worktree import commit_step, fresh_step, head, reset_to_head
 from portwright.workflows.context import RunContext
 from portwright.workflows.state import CycleState, Node
 from portwright.workflows.steps import (
@@ -32,6 +32,7 @@ from portwright.workflows.steps import (
     messages_of,
     node,
     read_worktree,
+    recorded,
     run_phase,
     run_role,
     save,
@@ -80,14 +81,14 @@ def port_tests(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     if exhausted:
         return {**counted, **blocked(exhausted)}
     root = ctx.project.root
-    reset_to_head(root)
+    fresh = fresh_step(reset_to_head(root), recorded(state))
     outcome = run_role(ctx, implementer.ROLE, _implementer(ctx, state, "tests_only", []),
                        workspace(ctx, state.target, commands=True))
     if not outcome.ok:
         return {**counted, **blocked(f"implementer (tests): {outcome.status}: {outcome.reason}")}
     step = f"tests-{counted['attempts']['red']}"
     sha = commit_step(root, ctx.run_id, step, f"tests: port the upstream tests of {state.row}",
-                      include=test_globs(ctx), since=state.base)
+                      include=test_globs(ctx), since=state.base, look_up=not fresh)
     if sha is None:
         return {**counted, "feedback": "no test file changed: port the upstream tests into "
                                        f"the test paths ({', '.join(test_globs(ctx))})"}
@@ -110,11 +111,22 @@ def capture_red(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     refs = gate_refs("red", results)
     if all(r.passed for r in results):
         emit("red", observed=True)
-        return {"gates": refs, "red_commit": head(ctx.project.root), "feedback": ""}
+        return {"gates": refs, "red_commit": _observed_on(results) or head(ctx.project.root),
+                "feedback": ""}
     if _passes_already(results):
         told = failures(results, ctx.project.root)
         return {"gates": refs, "feedback": f"{PASSES_ALREADY}: {told}"}
     return {"gates": refs, "feedback": failures(results, ctx.project.root)}
+
+
+def _observed_on(results: list[GateResult]) -> str | None:
+    """The commit every recorded gate of ``results`` ran on, when they name one and the
+    same, on a clean tree."""
+    records = [r.record for r in results if r.record is not None]
+    commits = {r.commit for r in records}
+    if len(commits) != 1 or any(r.dirty for r in records):
+        return None
+    return commits.pop()
 
 
 @node(Node.IMPLEMENT)
@@ -125,7 +137,7 @@ def implement(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     if exhausted:
         return {**counted, **blocked(exhausted)}
     root = ctx.project.root
-    reset_to_head(root)
+    fresh = fresh_step(reset_to_head(root), recorded(state))
     reds = [r for r in ctx.store.records(EvidenceKind.RED) if r.commit == state.red_commit]
     focused = sorted({t for r in reds for t in r.tests_failed})
     outcome = run_role(ctx, implementer.ROLE,
@@ -135,7 +147,7 @@ def implement(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         return {**counted, **blocked(f"implementer: {outcome.status}: {outcome.reason}")}
     step = f"implement-{counted['attempts']['implement']}"
     sha = commit_step(root, ctx.run_id, step, f"port: {state.row}", exclude=test_globs(ctx),
-                      since=state.base)
+                      since=state.base, look_up=not fresh)
     commits = {**state.commits, step: sha} if sha else state.commits
     return {**counted, "commits": commits, "feedback": ""}
 

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from portwright.evidence.surface import SurfaceReport
+from portwright.gates._diff import name_status
 from portwright.globs import match_any
 from portwright.parity.ledger import LedgerKind, add_entry, load_ledger
 from portwright.parity.matrix import update_row
@@ -21,7 +22,7 @@ from portwright.runs.report import render_report
 from portwright.vcs import plumbing
 from portwright.vcs.pr import BODY_FILE, PRRequest, describe
 from portwright.vcs.pr_backends import open_backend
-from portwright.vcs.worktree import commit_step, head, reset_to_head
+from portwright.vcs.worktree import commit_step, fresh_step, head, reset_to_head
 from portwright.workflows.approvals import (
     RejectDecision,
     RespondDecision,
@@ -42,6 +43,7 @@ from portwright.workflows.steps import (
     gate_refs,
     load,
     node,
+    recorded,
     run_phase,
 )
 
@@ -53,13 +55,13 @@ def reconcile(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     a resumed step adds nothing twice)."""
     ctx = runtime.context
     root, config = ctx.project.root, ctx.project.config
-    reset_to_head(root)
+    at = reset_to_head(root) or head(root)
     report = SurfaceReport.model_validate(load(ctx, SURFACE))
     definition = report.definition.rsplit("@", 1)[0]
     tests_anchor = next((i.anchor.rsplit("@", 1)[0] for i in report.items if i.kind == "test"),
                         definition)
     skip = [*record_globs(config), ".gitignore", "**/.gitignore"]
-    changed = [c for c in _changed(ctx, state) if not match_any(c, skip)]
+    changed = [c for c in _changed(ctx, state, at) if not match_any(c, skip)]
     entries, _ = load_ledger(root, config, strict=False)
     known = {e.change for e in entries}
     for path in changed:
@@ -73,14 +75,16 @@ def reconcile(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     status = "partial" if state.deferred and "partial" in statuses else "ported"
     update_row(root, config, state.row, status=status)
     sha = commit_step(root, ctx.run_id, "reconcile", f"parity: {state.row} {status}",
-                      allow_empty=True, since=state.base)
+                      allow_empty=True, since=state.base,
+                      look_up=not fresh_step(at, recorded(state)))
     return {"commits": {**state.commits, "reconcile": sha or ""}}
 
 
-def _changed(ctx: RunContext, state: CycleState) -> list[str]:
-    out = plumbing.git(ctx.project.root, "diff", "--name-only", "--diff-filter=AMR", "-z",
-                       state.base, "HEAD")
-    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+def _changed(ctx: RunContext, state: CycleState, at: str) -> list[str]:
+    """The files the run added, modified or renamed (to) from its base to ``at``, named as
+    git names them (the gates' diff of the same commits: asked of git once)."""
+    return [c.path for c in name_status(ctx.project.root, state.base, at, exact=True)
+            if c.status in "AMR"]
 
 
 @node(Node.CHECK_RECONCILED)
@@ -130,8 +134,8 @@ def approve_advance(state: CycleState, runtime: Runtime[RunContext]) -> Update:
 def commit(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     """Nothing of the run is left uncommitted; the branch's head is the run's result."""
     ctx = runtime.context
-    reset_to_head(ctx.project.root)
-    return {"commits": {**state.commits, "head": head(ctx.project.root)}}
+    sha = reset_to_head(ctx.project.root) or head(ctx.project.root)
+    return {"commits": {**state.commits, "head": sha}}
 
 
 @node(Node.APPROVE_PR)

@@ -18,7 +18,7 @@ from portwright.agents.roles import enumerator
 from portwright.evidence.surface import SurfaceReport, enumerate_surface
 from portwright.parity.matrix import update_row
 from portwright.parity.spec import render_spec
-from portwright.vcs.worktree import commit_step, reset_to_head
+from portwright.vcs.worktree import commit_step, fresh_step, reset_to_head
 from portwright.workflows.approvals import (
     EditDecision,
     RejectDecision,
@@ -40,6 +40,7 @@ from portwright.workflows.steps import (
     load,
     node,
     read_worktree,
+    recorded,
     run_phase,
     run_role,
     save,
@@ -102,13 +103,13 @@ def write_spec(state: CycleState, runtime: Runtime[RunContext]) -> Update:
                        title=f"{state.row}: {report.symbol}", surface=rows,
                        answers=classes.answers, anchors=[definition],
                        adaptations=[f"ported from `{definition}` at the pin"])
-    reset_to_head(root)
+    fresh = fresh_step(reset_to_head(root), recorded(state))
     safefs.write_file(root, state.spec_path, text.encode("utf-8"))
     update_row(root, ctx.project.config, state.row, spec=state.spec_path)
     attempt = state.attempts.get("spec", 1)
     sha = commit_step(root, ctx.run_id, f"spec-{attempt}",
                       f"spec: {state.row} ({report.symbol} at {state.target[:12]})",
-                      allow_empty=True, since=state.base)
+                      allow_empty=True, since=state.base, look_up=not fresh)
     return {"commits": {**state.commits, f"spec-{attempt}": sha or ""}}
 
 

@@ -27,6 +27,7 @@ from portwright.gates import run_gates
 from portwright.gates._diff import name_status
 from portwright.gates.models import GateResult
 from portwright.sandboxes.output import relative_to
+from portwright.vcs import plumbing
 from portwright.workflows.context import RUN_SOURCE, RunContext, RunSource
 from portwright.workflows.state import CycleState, GateRef, Node, RunStatus, Step
 
@@ -117,6 +118,11 @@ def blocked(reason: str) -> Update:
     return {"status": RunStatus.BLOCKED, "reason": reason}
 
 
+def recorded(state: CycleState) -> list[str]:
+    """The commits the run has recorded: its base and every step's commit so far."""
+    return [state.base, *(sha for sha in state.commits.values() if sha)]
+
+
 def bump(state: CycleState, loop: str, limit: int) -> tuple[Update, str | None]:
     """Count one more use of a bounded loop; the reason to block when it is exhausted."""
     used = state.attempts.get(loop, 0) + 1
@@ -202,10 +208,14 @@ def run_phase(ctx: RunContext, state: CycleState, phase: str, *,
               sandbox: bool = True) -> list[GateResult]:
     """The gates of ``phase`` on the run's worktree (commands in its sandbox), measured from
     the run's base, recorded in its store."""
-    changed = [c.path for c in name_status(ctx.project.root, state.base)]
-    results = run_gates(ctx.rules, phase, sandbox=ctx.sandbox() if sandbox else None,
-                        repo=ctx.project.root, config=ctx.project.config, changed=changed,
-                        store=ctx.store, base=state.base)
+    box = ctx.sandbox() if sandbox else None  # its setup may write the worktree: first
+    # the worktree as the phase starts: its HEAD is what the change is measured to, and the
+    # gates before the first command record it as it is (one look at the tree, not two)
+    snapshot = plumbing.snapshot(ctx.project.root)
+    changed = [c.path for c in name_status(ctx.project.root, state.base, snapshot[0])]
+    results = run_gates(ctx.rules, phase, sandbox=box, repo=ctx.project.root,
+                        config=ctx.project.config, changed=changed, store=ctx.store,
+                        base=state.base, snapshot=snapshot)
     for result in results:
         emit("gate", phase=phase, name=result.name, passed=result.passed)
     return results

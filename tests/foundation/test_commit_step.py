@@ -93,3 +93,35 @@ def test_reset_to_head_leaves_a_clean_tree_alone(repo: GitRepo) -> None:
     worktree.reset_to_head(repo.path)
     assert index.stat().st_mtime_ns == before  # no reset rewrote the index
     assert (repo.path / "build" / "out.o").exists()
+
+
+def test_a_fresh_step_commits_without_looking_for_its_commit(repo: GitRepo) -> None:
+    """A step whose HEAD is a commit the run recorded (its base, an earlier step's) has
+    made no commit of its own: it commits without the search. One cut short after its
+    commit, before the run recorded it, finds that commit at HEAD, not a recorded one, and
+    looks it up instead of committing twice."""
+    base = repo.git("rev-parse", "HEAD")
+    head = worktree.reset_to_head(repo.path)
+    assert head == base
+    assert worktree.fresh_step(head, [base])
+    repo.write("b.txt", "b\n")
+    sha = worktree.commit_step(repo.path, "r1", "write", "write b", since=base,
+                               look_up=False)
+    assert sha is not None
+    # the run was killed before it recorded ``sha``: the step runs again
+    again = worktree.reset_to_head(repo.path)
+    assert again == sha
+    assert not worktree.fresh_step(again, [base])
+    repo.write("c.txt", "c\n")
+    assert worktree.commit_step(repo.path, "r1", "write", "again", since=base,
+                                look_up=not worktree.fresh_step(again, [base])) == sha
+    assert not worktree.fresh_step(None, [base])
+
+
+def test_reset_to_head_names_head_and_drops_changes(repo: GitRepo) -> None:
+    head = repo.git("rev-parse", "HEAD")
+    repo.write("a.txt", "changed\n")
+    repo.write("new.txt", "new\n")
+    assert worktree.reset_to_head(repo.path) == head
+    assert (repo.path / "a.txt").read_text() == "a\n"
+    assert not (repo.path / "new.txt").exists()
