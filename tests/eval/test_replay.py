@@ -169,3 +169,31 @@ def test_a_cassette_that_stops_matching_is_a_harness_error_not_a_result(
     assert [r.task for r in report.results] == [t.id for t in load_suite(suite).tasks]
     assert all(r.resolved for r in report.results)
     assert report.missing == {}
+
+
+def test_a_cycle_whose_cassette_stops_matching_leaves_no_result(tmp_path: Path) -> None:
+    """In the cycle a node blocks the run on the mismatch; that is no result either."""
+    needs_engine()
+    build_repos(tmp_path / "repos")
+    task = EXAMPLES / "tinystats" / "moving-average.toml"
+    tapes = tmp_path / "tapes"
+    tapes.mkdir()
+    bad = tapes / "tinystats--moving-average.cycle.jsonl"
+    shutil.copy(CASSETTES / bad.name, bad)
+    _diverge(bad, 2)
+    out = tmp_path / "out"
+    done = eval_run(tmp_path, str(task), "--mode", "cycle", "--replay", str(tapes),
+                    "--repos", "repos", "--out", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    message = " ".join(done.stderr.split())
+    assert f"{bad}:2" in message, done.stderr
+    assert "request 2 differs from the recorded one" in message, done.stderr
+    assert not (out / "results").exists()
+    kept = out / "runs" / "cycle" / "tinystats--moving-average" / "harness-error.json"
+    assert json.loads(kept.read_text())["request"] == 2
+    shown = subprocess.run(
+        [sys.executable, "-m", "portwright", "eval", "report", str(out)],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)})
+    assert shown.returncode == 0, shown.stderr
+    assert "1 task has no result" in " ".join(shown.stdout.split()), shown.stdout
