@@ -34,12 +34,20 @@ logger = logging.getLogger(__name__)
 
 class CassetteMismatch(ModelError):
     """The run asked the replay model something its cassette does not hold (or the cassette
-    does not read: ``line`` is then its line, ``what`` what is wrong there)."""
+    does not read: ``line`` is then its line, ``what`` what is wrong there).
 
-    def __init__(self, message: str, *, line: int | None = None, what: str = "") -> None:
+    A run's request that differs from the recorded one also carries ``path`` (the
+    cassette), ``call`` (the request's number, from 1) and ``difference`` (what differs)."""
+
+    def __init__(self, message: str, *, line: int | None = None, what: str = "",
+                 path: Path | None = None, call: int | None = None,
+                 difference: str = "") -> None:
         super().__init__(message)
         self.line = line
         self.what = what or message
+        self.path = path
+        self.call = call
+        self.difference = difference or self.what
 
 
 Script = Callable[[CompletionRequest], Message | str]
@@ -137,6 +145,8 @@ class ReplayModel:
         self.model = model or recorded or "replay"
         self.position = 0
         self.seek = seek
+        self.mismatch: CassetteMismatch | None = None
+        """The first call the cassette did not hold, once there was one."""
 
     def _find(self, digest: str) -> int | None:
         order = [*range(self.position, len(self.entries)), *range(self.position)]
@@ -147,24 +157,34 @@ class ReplayModel:
         if self.seek:
             found = self._find(request.digest())
             if found is None:
-                raise CassetteMismatch(f"{self.path}: no recorded request matches this call; "
-                                       "record it again with --record")
+                raise self._mismatch(CassetteMismatch(
+                    f"{self.path}: no recorded request matches this call; record it again "
+                    "with --record", path=self.path,
+                    difference="no recorded request matches this call"))
             index = found
         if index >= len(self.entries):
-            raise CassetteMismatch(
-                f"{self.path}: the run made call {index + 1} but the cassette holds only "
-                f"{len(self.entries)}; record it again with --record"
-            )
+            what = (f"the run made call {index + 1} but the cassette holds only "
+                    f"{len(self.entries)}")
+            raise self._mismatch(CassetteMismatch(
+                f"{self.path}: {what}; record it again with --record", path=self.path,
+                call=index + 1, difference=what))
         entry = self.entries[index]
         if entry["request_digest"] != request.digest():
-            raise CassetteMismatch(
+            what = difference(entry["request"], request)
+            raise self._mismatch(CassetteMismatch(
                 f"{self.path}:{index + 1}: call {index + 1} differs from the recorded request "
-                f"({_difference(entry['request'], request)}); record it again with --record"
-            )
+                f"({what}); record it again with --record", path=self.path, line=index + 1,
+                call=index + 1, difference=what))
         self.position = index + 1
         if "error" in entry:
             raise ModelError(f"replayed model error: {entry['error']}")
         return Completion.model_validate(entry["completion"])
+
+    def _mismatch(self, exc: CassetteMismatch) -> CassetteMismatch:
+        """``exc``, kept as :attr:`mismatch` when it is the first."""
+        if self.mismatch is None:
+            self.mismatch = exc
+        return exc
 
     @property
     def exhausted(self) -> bool:
@@ -199,12 +219,40 @@ def load_cassette(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def _difference(recorded: dict[str, Any], request: CompletionRequest) -> str:
+EXCERPT = 40
+"""Characters of each side shown around the first difference of two texts."""
+
+
+def difference(recorded: dict[str, Any], request: CompletionRequest) -> str:
+    """What differs between a recorded request and one a run made: the first message that
+    changed, and where its text first differs (both sides shown), or the count of
+    messages, or the tools and response format."""
     asked = request.model_dump(mode="json", by_alias=True)
     old, new = recorded.get("messages", []), asked["messages"]
     for i, (a, b) in enumerate(zip(old, new, strict=False)):
         if a != b:
-            return f"message {i} ({b.get('role')}) changed"
+            return f"message {i} ({b.get('role')}) changed{_where(a, b)}"
     if len(old) != len(new):
         return f"{len(new)} messages asked, {len(old)} recorded"
     return "tools or response format changed"
+
+
+def _where(recorded: Any, asked: dict[str, Any]) -> str:
+    """Where the text of two versions of a message first differs, or which keys do."""
+    if not isinstance(recorded, dict):
+        return ""
+    before, after = recorded.get("content"), asked.get("content")
+    if isinstance(before, str) and isinstance(after, str) and before != after:
+        at = next((i for i, (x, y) in enumerate(zip(before, after, strict=False)) if x != y),
+                  min(len(before), len(after)))
+        return (f": at character {at}, recorded {_excerpt(before, at)}, now "
+                f"{_excerpt(after, at)}")
+    keys = sorted(k for k in set(recorded) | set(asked) if recorded.get(k) != asked.get(k))
+    return f": {', '.join(keys)}" if keys else ""
+
+
+def _excerpt(text: str, at: int) -> str:
+    start = max(0, at - EXCERPT // 4)
+    piece = text[start:at + EXCERPT]
+    return (("…" if start else "") + repr(piece)
+            + ("…" if at + EXCERPT < len(text) else ""))

@@ -245,7 +245,9 @@ def _schedule_request(proj: Project, argv: list[str]) -> tuple[str, Any]:
                                                   "ignore_unknown_options": True})
 def schedule_create(
     ctx: typer.Context,
-    cron: Annotated[str, typer.Option("--cron", help='When, e.g. "0 3 * * *" (UTC).')],
+    cron: Annotated[str, typer.Option("--cron", help='When, in Temporal\'s cron dialect: '
+                                      '"0 3 * * *" (UTC), "@daily", "@every 6h", '
+                                      '"CRON_TZ=Europe/Paris 30 2 * * mon-fri".')],
     schedule_id: Annotated[str | None, typer.Option(
         "--id", help="Schedule id (default: the command, e.g. run-ROW, sync-main).")] = None,
     as_json: JsonOption = False,
@@ -254,8 +256,10 @@ def schedule_create(
     time, as a Temporal workflow on ``[temporal] task_queue``."""
     import asyncio
 
+    from portwright.dist.cron import check_cron
     from portwright.dist.models import run_id_of
 
+    check_cron(cron)  # here, not by the service after connecting
     argv = [a for a in ctx.args if a != "--json"]
     as_json = as_json or len(argv) != len(ctx.args)
     proj = project()

@@ -85,6 +85,12 @@ def show_report(loaded: EvalReport) -> None:
         cells[1] = f"[green]{cells[1]}[/]" if result.resolved else f"[red]{cells[1]}[/]"
         tasks.add_row(*cells)
     console.print(tasks)
+    if loaded.missing:
+        from portwright.eval.report import missing_line
+
+        console.print(missing_line(loaded), markup=False)
+        for task, why in loaded.missing.items():
+            console.print(f"  {task}: {why}", markup=False)
 
 
 def compare(
@@ -140,4 +146,8 @@ def _show_comparison(comparison: Comparison, sources: tuple[Path, Path]) -> None
     for label, only in ((la, comparison.only_a), (lb, comparison.only_b)):
         if only:
             console.print(f"only in {label} (not counted): {escape(', '.join(only))}")
+    for label, missing in ((la, comparison.missing_a), (lb, comparison.missing_b)):
+        if missing:
+            console.print(f"no result in {label} (a harness error, dropped or not run; not "
+                          f"counted): {escape(', '.join(missing))}")
     console.print(mcnemar_line(comparison), markup=False)

@@ -7,7 +7,9 @@ none: ``openai`` at OpenAI), ``--model`` over its name, ``PORTWRIGHT_MODEL__BASE
 another OpenAI-compatible endpoint, the key in the variable ``[model] api_key_env`` names
 (``OPENAI_API_KEY``); or the cassettes of ``--replay DIR``.
 
-Exit codes: 0 the suite ran (resolved or not: the report says), 2 bad input.
+Exit codes: 0 the suite ran (resolved or not: the report says), 2 bad input: before any task
+runs, or once the others ran, a cassette that stopped matching a task's requests (that task
+has no result; a rerun runs it again).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def run(
     from portwright.errors import UsageError
     from portwright.eval.repos import repos_root
     from portwright.eval.results import Mode
-    from portwright.eval.runner import RunOptions, run_suite
+    from portwright.eval.runner import CassetteDiverged, RunOptions, run_suite
     from portwright.eval.tasks import load_suite
 
     if mode not in ("cycle", "loop"):
@@ -85,9 +87,17 @@ def run(
             json.dumps(event, default=str), flush=True))
         emit_json(report)
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
-        report = run_suite(loaded, options, _Board(progress, len(loaded.tasks), mode))
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err_console, transient=True) as progress:
+            report = run_suite(loaded, options, _Board(progress, len(loaded.tasks), mode))
+    except CassetteDiverged:
+        from portwright.eval.results import read_report
+        from portwright.eval.runner import report_path
+
+        # the tasks that ran are in the report; the error follows it
+        _summary(read_report(report_path(options.out, Mode(mode))), options.out)
+        raise
     _summary(report, options.out)
 
 
@@ -117,6 +127,10 @@ class _Board:
                 self.progress.advance(self.bar)
                 self.progress.console.print(f"[yellow]- {task}[/]: dropped (invalid: "
                                             f"{escape(str(event['reason']))})")
+            elif kind == "task_error":
+                self.progress.advance(self.bar)
+                self.progress.console.print(f"[red]error[/] {task}: no result, "
+                                            f"{escape(str(event['detail']))}")
             elif kind == "task_finished":
                 self.progress.advance(self.bar)
                 mark = "[green]resolved[/]" if event["resolved"] else \

@@ -24,6 +24,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from portwright.dist.cron import EXAMPLE
 from portwright.errors import UsageError
 
 CATCHUP = timedelta(minutes=10)
@@ -51,8 +52,7 @@ async def create(client: Client, schedule_id: str, cron: str, workflow: str, arg
     except RPCError as exc:
         if exc.status == RPCStatusCode.INVALID_ARGUMENT:
             raise UsageError(f"Temporal refused the schedule: {exc.message}", key="--cron",
-                             fix="give a five-field cron expression, e.g. \"0 3 * * *\"") \
-                from exc
+                             fix=f"give one like {EXAMPLE}") from exc
         raise
 
 

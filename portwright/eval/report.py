@@ -89,6 +89,13 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return [_row(head), _row(["---"] * len(head)), *(_row(r) for r in rows)]
 
 
+def missing_line(report: EvalReport) -> str:
+    """How many tasks of the suite have no result (counted nowhere above)."""
+    n = len(report.missing)
+    return (f"{n} task{' has' if n == 1 else 's have'} no result (not counted: "
+            f"{len(report.results)} of {len(report.results) + n} tasks of the suite have one)")
+
+
 def report_markdown(report: EvalReport) -> str:
     """One mode's report: what it ran, the aggregate, a row per task."""
     parts = [f"# portwright eval: `{_cell(report.suite)}`, {report.mode.value} mode, "
@@ -106,6 +113,10 @@ def report_markdown(report: EvalReport) -> str:
         cells[0] = f"`{cells[0]}`"
         rows.append(cells)
     parts += _table(list(TASK_COLUMNS), rows)
+    if report.missing:
+        parts += ["", "## Tasks without a result", "", missing_line(report) + ".", "",
+                  *_table(["task", "why"], [[f"`{_cell(t)}`", _cell(why)]
+                                            for t, why in report.missing.items()])]
     return "\n".join(parts) + "\n"
 
 
@@ -148,6 +159,11 @@ def comparison_markdown(comparison: Comparison) -> str:
         parts += ["", "## Tasks in one report only (not counted)", ""]
         parts += [f"- {name} only: " + ", ".join(f"`{_cell(t)}`" for t in tasks)
                   for name, tasks in ((la, comparison.only_a), (lb, comparison.only_b))
+                  if tasks]
+    if comparison.missing_a or comparison.missing_b:
+        parts += ["", "## Tasks without a result (not counted)", ""]
+        parts += [f"- no result in {name}: " + ", ".join(f"`{_cell(t)}`" for t in tasks)
+                  for name, tasks in ((la, comparison.missing_a), (lb, comparison.missing_b))
                   if tasks]
     return "\n".join(parts) + "\n"
 

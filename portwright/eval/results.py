@@ -121,6 +121,29 @@ class TaskResult(_Model):
         return self
 
 
+class HarnessError(_Model):
+    """A task the harness, not the agent, stopped: its cassette stopped matching the run's
+    requests. Kept as ``runs/<mode>/<slug>/harness-error.json`` in the output folder, never
+    as a result: the task counts nowhere, and a rerun runs it again from scratch."""
+
+    task: str = Field(min_length=1)
+    """The task's id."""
+    mode: Mode
+    """The mode it ran in."""
+    cassette: str
+    """The cassette it was replayed from."""
+    request: int | None = None
+    """The number (from 1) of the request the cassette did not hold (its line)."""
+    what: str
+    """What went wrong with it: ``request 3 differs from the recorded one (message 3
+    (tool) changed: …)``."""
+
+    def describe(self) -> str:
+        """One line: which cassette, which request, what differs."""
+        where = f"{self.cassette}:{self.request}" if self.request else self.cassette
+        return f"harness error: the cassette stopped matching the run at {where}: {self.what}"
+
+
 class Aggregate(_Model):
     """What a set of results adds up to."""
 
@@ -171,6 +194,10 @@ class EvalReport(_Model):
     (``eval report`` on an unfinished run)."""
     results: list[TaskResult] = Field(default_factory=list)
     """One per task, in suite order."""
+    missing: dict[str, str] = Field(default_factory=dict)
+    """Tasks of the suite without a result in this mode, each with why: dropped as
+    invalid, stopped by a harness error (a cassette that stopped matching: a rerun runs it
+    again), or not run yet. Counted nowhere in the aggregate."""
 
     @model_validator(mode="before")
     @classmethod
@@ -191,6 +218,9 @@ class EvalReport(_Model):
             if result.task in seen:
                 raise ValueError(f"task {result.task!r} appears twice")
             seen.add(result.task)
+        both = sorted(seen & set(self.missing))
+        if both:
+            raise ValueError(f"task {both[0]!r} has a result and is listed as missing")
         return self
 
     @computed_field  # type: ignore[prop-decorator]
@@ -301,6 +331,11 @@ class Comparison(_Model):
     """Tasks only the first report holds: listed, not counted."""
     only_b: list[str]
     """Tasks only the second report holds."""
+    missing_a: list[str] = Field(default_factory=list)
+    """Tasks the first report lists without a result (a harness error, dropped, not run):
+    not counted."""
+    missing_b: list[str] = Field(default_factory=list)
+    """Tasks the second report lists without a result."""
     table: Concordance
     """Resolved / unresolved on each side, over the pairs."""
     p_value: float
@@ -336,6 +371,7 @@ def compare(a: EvalReport, b: EvalReport,
                aggregate=aggregate([p.b for p in pairs])),
         pairs=pairs, only_a=[r.task for r in a.results if r.task not in paired],
         only_b=[r.task for r in b.results if r.task not in paired],
+        missing_a=list(a.missing), missing_b=list(b.missing),
         table=table, p_value=p_value, reading=_reading(table, p_value, name_a, name_b))
 
 

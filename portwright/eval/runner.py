@@ -24,6 +24,13 @@ At the end the :class:`~portwright.eval.results.EvalReport` of every result of t
 this mode is written to ``OUT/report.<mode>.json``. A task that fails for a reason of the
 harness (the sandbox, the model endpoint, a crash) gets a result with the ``error`` class;
 delete its result file to run it again.
+
+A replayed task whose cassette stops matching the run's requests is no result at all: the
+cassette, not the agent, is at fault. Its :class:`~portwright.eval.results.HarnessError` is
+kept in its folder (``runs/<mode>/<slug>/harness-error.json``), the other tasks run on, the
+report lists it among the tasks without a result, and :func:`run_suite` raises
+:class:`CassetteDiverged` (bad input, exit 2) at the end. A rerun runs the task again from a
+fresh workspace.
 """
 
 from __future__ import annotations
@@ -60,9 +67,9 @@ from portwright.eval.hidden import (
 )
 from portwright.eval.modes import ModelSource, ModeOutcome, OnEvent, run_mode
 from portwright.eval.repos import resolve
-from portwright.eval.results import EvalReport, Failure, Mode, TaskResult
+from portwright.eval.results import EvalReport, Failure, HarnessError, Mode, TaskResult
 from portwright.eval.tasks import PortTask, Suite
-from portwright.eval.validate import ValidationRecord, cache_path, validate
+from portwright.eval.validate import ValidationRecord, cache_path, record_path, validate
 from portwright.eval.workspace import Workspace, prepare
 from portwright.gates.integrity import check_protected_paths, check_tamper
 from portwright.project import Project
@@ -71,8 +78,8 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RunOptions", "Score", "cassette_path", "check_cassette", "report_path", "result_path",
-           "run_suite", "run_task", "score"]
+__all__ = ["CassetteDiverged", "RunOptions", "Score", "cassette_path", "check_cassette",
+           "harness_error_path", "report_path", "result_path", "run_suite", "run_task", "score"]
 
 HIDDEN_TESTS = "hidden-tests"
 """The integrity finding of the scoring itself: the hidden tests could not be put in place,
@@ -115,6 +122,50 @@ def report_path(out: Path, mode: Mode) -> Path:
 
 def cassette_path(folder: Path, task: PortTask, mode: Mode) -> Path:
     return folder / f"{task.slug}.{mode.value}.jsonl"
+
+
+def task_folder(out: Path, task: PortTask, mode: Mode) -> Path:
+    """The task's workspace and state folder in ``mode``."""
+    return out / "runs" / mode.value / task.slug
+
+
+def harness_error_path(out: Path, task: PortTask, mode: Mode) -> Path:
+    """Where a harness error of the task is kept (in its folder: a rerun starts afresh)."""
+    return task_folder(out, task, mode) / "harness-error.json"
+
+
+RECORD_AGAIN = (
+    "record the cassette again with the changed harness: `python "
+    "benchmarks/port-tasks/examples/record_cassettes.py` (the example tasks), `python "
+    "benchmarks/port-tasks/record_cassettes.py --repos DIR --only TASK` (the real pairs), or "
+    "`portwright eval run SUITE --record DIR` against a model endpoint (docs/eval.md, Replay "
+    "and record); then run the same `eval run` again: the tasks with a result are skipped, "
+    "these run again from scratch")
+
+
+class CassetteDiverged(UsageError):
+    """Tasks whose cassette stopped matching the run's requests: no result was written for
+    them; every other task ran."""
+
+    def __init__(self, errors: list[HarnessError]) -> None:
+        self.errors = errors
+        first = errors[0]
+        lines = [f"{e.task}: {e.describe()}" for e in errors]
+        head = (f"task {first.task} stopped matching its cassette" if len(errors) == 1 else
+                f"{len(errors)} tasks stopped matching their cassettes")
+        super().__init__(
+            f"{head}: a harness error, not a result (the report leaves "
+            f"{'it' if len(errors) == 1 else 'them'} out; the other tasks ran)\n  "
+            + "\n  ".join(lines), file=first.cassette, line=first.request, key="--replay",
+            fix=RECORD_AGAIN)
+
+
+class _Diverged(Exception):
+    """The task's replayed model met a request its cassette does not hold."""
+
+    def __init__(self, error: HarnessError) -> None:
+        super().__init__(error.describe())
+        self.error = error
 
 
 def _loop_opening() -> str:
@@ -200,6 +251,10 @@ def run_suite(suite: Suite, options: RunOptions, on_event: OnEvent | None = None
     path = report_path(options.out, mode)
     _write(path, report)
     say({"event": "report", "mode": mode.value, "path": str(path)})
+    errors = [e for e in (_harness_error(options.out, t, mode) for t in pending)
+              if e is not None]
+    if errors:
+        raise CassetteDiverged(errors)
     return report
 
 
@@ -210,8 +265,35 @@ def collect(suite: Suite, options: RunOptions) -> EvalReport:
                for path in (result_path(options.out, t, mode) for t in suite.tasks)
                if path.is_file()]
     models = sorted({r.model for r in results}) or [options.model or ""]
+    have = {r.task for r in results}
+    missing = {t.id: _why_missing(options.out, t, mode) for t in suite.tasks
+               if t.id not in have}
     return EvalReport(suite=suite.root.name, mode=mode, model=", ".join(models),
-                      budget=task_budget(options.environ), results=results)
+                      budget=task_budget(options.environ), results=results, missing=missing)
+
+
+def _why_missing(out: Path, task: PortTask, mode: Mode) -> str:
+    """Why ``task`` has no result in ``mode``: its harness error, its validation, or not
+    run."""
+    error = _harness_error(out, task, mode)
+    if error is not None:
+        return error.describe()
+    try:
+        record = ValidationRecord.model_validate_json(record_path(out, task).read_bytes())
+    except (OSError, ValueError):
+        return "not run"
+    return f"dropped: invalid ({record.reason})" if not record.valid else "not run"
+
+
+def _harness_error(out: Path, task: PortTask, mode: Mode) -> HarnessError | None:
+    """The harness error kept for ``task`` in ``mode``, when its last attempt had one."""
+    path = harness_error_path(out, task, mode)
+    if result_path(out, task, mode).is_file() or not path.is_file():
+        return None
+    try:
+        return HarnessError.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
 
 
 def task_budget(environ: Mapping[str, str]) -> ModelBudget:
@@ -238,8 +320,15 @@ def run_task(task: PortTask, options: RunOptions, on_event: OnEvent) -> TaskResu
         if not record.valid:
             _emit(on_event, task, mode, "task_dropped", reason=record.reason)
             return None
+        _after_harness_error(task, options)
         started = time.monotonic()
         result = _attempt(task, options, record, started, told)
+    except _Diverged as diverged:  # the cassette's fault, not the agent's: no result
+        _write(harness_error_path(options.out, task, mode), diverged.error)
+        _emit(on_event, task, mode, "task_error", cassette=diverged.error.cassette,
+              request=diverged.error.request, detail=diverged.error.describe(),
+              seconds=round(time.monotonic() - started, 3))
+        return None
     except (PortwrightError, OSError) as exc:  # the sandbox, the endpoint, the disk
         logger.warning("task %s (%s): %s", task.id, mode.value, exc, exc_info=True)
         result = TaskResult(task=task.id, mode=mode, model=_model_name(task, options, None),
@@ -251,6 +340,30 @@ def run_task(task: PortTask, options: RunOptions, on_event: OnEvent) -> TaskResu
           failure=None if result.failure is None else result.failure.value,
           detail=result.detail, seconds=result.wall_seconds)
     return result
+
+
+def _after_harness_error(task: PortTask, options: RunOptions) -> None:
+    """A task whose last attempt ended in a harness error starts again from scratch: its
+    workspace and state (the run the cassette stopped matching) go."""
+    mode = Mode(options.mode)
+    if harness_error_path(options.out, task, mode).is_file():
+        shutil.rmtree(task_folder(options.out, task, mode))
+
+
+def _check_replay(task: PortTask, mode: Mode, client: LLMClient | None) -> None:
+    """Raise :class:`_Diverged` when ``client`` replays a cassette that stopped matching."""
+    if not isinstance(client, ReplayModel) or client.mismatch is None:
+        return
+    mismatch = client.mismatch
+    call = mismatch.call
+    if call is not None and call > len(client.entries):
+        what = f"the run made request {call}, the cassette holds {len(client.entries)}"
+    elif call is not None:
+        what = f"request {call} differs from the recorded one ({mismatch.difference})"
+    else:
+        what = mismatch.difference
+    raise _Diverged(HarnessError(task=task.id, mode=mode, cassette=str(client.path),
+                                 request=call, what=what))
 
 
 def _attempt(task: PortTask, options: RunOptions, record: ValidationRecord, started: float,
@@ -270,8 +383,13 @@ def _attempt(task: PortTask, options: RunOptions, record: ValidationRecord, star
         source.record.parent.mkdir(parents=True, exist_ok=True)
         source.record.write_text("", encoding="utf-8")
     told({"event": "task_progress", "what": f"running the {mode.value}"})
-    outcome = run_mode(mode, project, ws.row, run_id=f"eval-{mode.value}-{task.slug}",
-                       target=ws.task.commits[-1], model=source, on_event=told)
+    try:
+        outcome = run_mode(mode, project, ws.row, run_id=f"eval-{mode.value}-{task.slug}",
+                           target=ws.task.commits[-1], model=source, on_event=told)
+    except PortwrightError:
+        _check_replay(task, mode, source.client)  # the loop's turn ends on it
+        raise
+    _check_replay(task, mode, source.client)  # a cycle's node blocks the run on it
     told({"event": "task_progress", "what": "running the hidden tests"})
     scored = score(ws, outcome.head, record, where / "scored", run_id=f"eval-score-"
                    f"{mode.value}-{task.slug}", cache=cache_path(options.out, task))
@@ -292,8 +410,9 @@ def _source(task: PortTask, options: RunOptions) -> ModelSource:
     mode = Mode(options.mode)
     if options.client is not None:
         return ModelSource(client=options.client(task, mode))
+    if options.replay is not None:  # made here: the runner reads where it stopped matching
+        return ModelSource(client=ReplayModel(cassette_path(options.replay, task, mode)))
     return ModelSource(
-        replay=None if options.replay is None else cassette_path(options.replay, task, mode),
         record=None if options.record is None else cassette_path(options.record, task, mode))
 
 

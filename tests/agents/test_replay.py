@@ -104,3 +104,33 @@ def test_a_broken_cassette_names_its_line(tmp_path: Path) -> None:
         ReplayModel(cassette)
     with pytest.raises(CassetteMismatch, match="no such cassette"):
         ReplayModel(tmp_path / "missing.jsonl")
+
+
+def test_a_mismatch_says_which_request_and_where_its_text_differs(tmp_path: Path) -> None:
+    from portwright.agents.llm import Completion, Usage
+
+    recorded = CompletionRequest(messages=[
+        Message(role="system", content="You port code."),
+        Message(role="user", content="Port the row moving-average of the matrix.")])
+    completion = Completion(message=Message(role="assistant", content="ok"), model="m",
+                            usage=Usage())
+    cassette = tmp_path / "tape.jsonl"
+    cassette.write_text(json.dumps({
+        "request_digest": recorded.digest(),
+        "request": recorded.model_dump(mode="json", by_alias=True),
+        "completion": completion.model_dump(mode="json")}) + "\n")
+    replay = ReplayModel(cassette)
+    asked = CompletionRequest(messages=[
+        Message(role="system", content="You port code."),
+        Message(role="user", content="Port the row percentile of the matrix.")])
+    with pytest.raises(CassetteMismatch) as caught:
+        replay.complete(asked)
+    assert caught.value.call == 1
+    assert caught.value.path == cassette
+    assert caught.value.difference.startswith("message 1 (user) changed: at character 13, ")
+    assert "recorded …'t the row moving-average of the matrix.'" in caught.value.difference
+    assert "now …'t the row percentile" in caught.value.difference
+    assert replay.mismatch is caught.value  # kept: the caller learns the run stopped matching
+    with pytest.raises(CassetteMismatch):
+        replay.complete(asked)
+    assert replay.mismatch is caught.value  # the first one

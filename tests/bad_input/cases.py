@@ -12,6 +12,7 @@ from tests.bad_input import (
     cases_revisions,
     cases_rules,
     cases_sandbox,
+    cases_schedule,
 )
 from tests.bad_input.harness import Case
 
@@ -26,6 +27,7 @@ CASES: list[Case] = [
     *cases_repo.RUNS,
     *cases_sandbox.CASES,
     *cases_eval.CASES,
+    *cases_schedule.CASES,
 ]
 
 _ids = [c.id for c in CASES]

@@ -246,7 +246,10 @@ def leftovers(case: Case, world: World, home: Path, sid: int) -> list[str]:
     out = [f"process {p}" for p in session_processes(sid)]
     out += [f"container {c}" for c in containers(world)] if case.docker else []
     tmp = home / "tmp"
-    out += [f"temporary {p.name}" for p in tmp.iterdir()] if tmp.is_dir() else []
+    # the prompt templates' bytecode cache (jinja2's, portwright.agents.prompting) outlives
+    # the process on purpose, as Python's own bytecode does: not a leftover
+    out += [f"temporary {p.name}" for p in tmp.iterdir()
+            if not p.name.startswith("_jinja2-cache-")] if tmp.is_dir() else []
     if not case.runs_left and case.expect == 2:
         state = home / "state"
         out += [f"run folder {p.relative_to(state)}" for p in state.glob("projects/*/runs/*")]

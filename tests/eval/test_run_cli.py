@@ -85,7 +85,8 @@ def test_a_model_endpoint_through_the_openai_sdk(tmp_path: Path,
     written = json.loads((out / "report.loop.json").read_text())
     assert printed == written
     # the report's format is the documented one
-    assert set(written) == {"suite", "mode", "model", "budget", "results", "aggregate"}
+    assert set(written) == {"suite", "mode", "model", "budget", "results", "missing",
+                            "aggregate"}
     assert set(written["aggregate"]) == documented("| aggregate | meaning |")
     (result,) = written["results"]
     assert set(result) == documented("| field | meaning |")
