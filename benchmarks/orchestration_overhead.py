@@ -114,6 +114,8 @@ class Subprocesses:
         argv = [str(a) for a in ([args] if isinstance(args, str | bytes) else args)]
         if argv and Path(argv[0]).name == "git":
             rest = argv[3:] if argv[1:2] == ["-C"] else argv[1:]
+            while rest[:1] == ["-c"]:  # a configuration value, not the command
+                rest = rest[2:]
             words = [w for w in rest if not w.startswith("-")][:1]
             return " ".join(["git", *words])
         return Path(argv[0]).name if argv else "?"

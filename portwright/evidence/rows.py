@@ -99,13 +99,11 @@ def _path_symbol(symbol: str, upstream: Path, pin_sha: str, head_sha: str,
 
 
 def row_evidence(upstream: Path, downstream: Path, symbols: list[str], pin: str,
-                 config: PortwrightConfig, *, index: HistoryIndex | None = None,
-                 head: str | None = None) -> RowEvidence:
-    """The upstream and downstream facts about a row's symbols (see the module docstring),
-    upstream from ``pin`` to ``head`` (default: ``upstream.branch``)."""
+                 config: PortwrightConfig, *, index: HistoryIndex | None = None) -> RowEvidence:
+    """The upstream and downstream facts about a row's symbols (see the module docstring)."""
     upstream = check_repo(upstream, "upstream checkout")
     downstream = check_repo(downstream, "downstream repository")
-    pin_sha, head_sha = rev_parse_many(upstream, [pin, head or config.upstream.branch])
+    pin_sha, head_sha = rev_parse_many(upstream, [pin, config.upstream.branch])
     if index is None:  # brought up to HEAD just now: the tree read is of the same commit
         index = downstream_index(Project(downstream, config))
         view = Downstream(downstream, index, config, rev=index.head or "HEAD")

@@ -108,7 +108,10 @@ def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
     env = {**os.environ, **{k: v for k, v in _IDENTITY.items() if k not in os.environ}}
     # without allow_empty git itself refuses a commit with nothing staged; whether that is
     # why it failed is asked only then
-    done = plumbing.run(worktree, "commit", "--quiet", "--no-verify",
+    # no ``git maintenance run --auto`` after each step's commit (a second git process
+    # every time): a run asks for it once, when it ends (:func:`tidy`)
+    done = plumbing.run(worktree, "-c", "maintenance.auto=false", "commit", "--quiet",
+                        "--no-verify",
                         *(["--allow-empty"] if allow_empty else []), "-F", "-",
                         stdin=body.encode(), env=env)
     if done.returncode != 0 and not allow_empty and \
@@ -119,6 +122,13 @@ def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
                               f"{done.stderr.decode('utf-8', 'replace').strip()}",
                               file=worktree, fix="check the run's worktree (git status)")
     return plumbing.head_commit(worktree)
+
+
+def tidy(worktree: Path) -> None:
+    """What git does after a commit of its own, once for all of a run's commits: ``git
+    maintenance run --auto`` (nothing unless the repository's loose objects call for it; a
+    gc it starts goes on in the background)."""
+    plumbing.run(worktree, "maintenance", "run", "--auto", "--quiet")
 
 
 def changed_paths(worktree: Path) -> list[str]:

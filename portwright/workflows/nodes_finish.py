@@ -22,7 +22,7 @@ from portwright.runs.report import render_report
 from portwright.vcs import plumbing
 from portwright.vcs.pr import BODY_FILE, PRRequest, describe
 from portwright.vcs.pr_backends import open_backend
-from portwright.vcs.worktree import commit_step, fresh_step, head, reset_to_head
+from portwright.vcs.worktree import commit_step, fresh_step, head, reset_to_head, tidy
 from portwright.workflows.approvals import (
     RejectDecision,
     RespondDecision,
@@ -135,6 +135,7 @@ def commit(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     """Nothing of the run is left uncommitted; the branch's head is the run's result."""
     ctx = runtime.context
     sha = reset_to_head(ctx.project.root) or head(ctx.project.root)
+    tidy(ctx.project.root)  # the steps' commits asked for no maintenance each
     return {"commits": {**state.commits, "head": sha}}
 
 

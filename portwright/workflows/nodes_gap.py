@@ -85,10 +85,7 @@ def verify_gap(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     ctx = runtime.context
     root, config = ctx.project.root, ctx.project.config
     upstream = ctx.project.upstream()
-    # to the upstream commit prepare resolved (the branch's, or the run's target): the
-    # revisions the run ports between, not resolved a second time
-    found = row_evidence(upstream, root, state.symbols, state.pin, config,
-                         head=state.target or None)
+    found = row_evidence(upstream, root, state.symbols, state.pin, config)
     context = gap_verifier.context_from_evidence(
         found, upstream, rules_prose=ctx.rules.prose_for(None),
         upstream_name=config.upstream.name, row=state.row)
