@@ -44,6 +44,9 @@ OutOpt = Annotated[Path, typer.Option(
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64,
                                       help="Tasks at a time.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+RevalidateOpt = Annotated[bool, typer.Option(
+    "--revalidate", help="Validate every task again, whatever record the output folder or "
+                         "the validation store (in the state folder) keeps.")]
 
 
 def output_folder(path: Path, option: str = "--out") -> Path:
@@ -97,10 +100,12 @@ def _summary(records: list[ValidationRecord]) -> Table:
 
 @eval_app.command("validate")
 def validate(suite: SuiteArg, repos: ReposOpt = None, out: OutOpt = DEFAULT_OUT,
-             jobs: JobsOpt = 1, json: JsonOpt = False) -> None:
+             jobs: JobsOpt = 1, json: JsonOpt = False,
+             revalidate: RevalidateOpt = False) -> None:
     """Check every task: its hidden tests fail at the parent and pass at the port (in the
     task's Docker sandbox). Invalid tasks are dropped from runs; the records are kept under
-    OUT/validation/ and reused while a task and its shas are unchanged."""
+    OUT/validation/ and in the validation store of the state folder, and reused (in any
+    output folder) while a task, its shas and its image are unchanged."""
     from portwright.eval.repos import repos_root
     from portwright.eval.tasks import load_suite
     from portwright.eval.validate import validate_all
@@ -110,11 +115,12 @@ def validate(suite: SuiteArg, repos: ReposOpt = None, out: OutOpt = DEFAULT_OUT,
     out = output_folder(out)
     board = _Board([t.id for t in loaded.tasks])
     if json:
-        records = validate_all(loaded.tasks, root, out, jobs=jobs)
+        records = validate_all(loaded.tasks, root, out, jobs=jobs, revalidate=revalidate)
     else:
         with Live(board.table(), console=err_console, transient=True) as live:
             board.live = live
-            records = validate_all(loaded.tasks, root, out, jobs=jobs, progress=board)
+            records = validate_all(loaded.tasks, root, out, jobs=jobs, progress=board,
+                                   revalidate=revalidate)
     invalid = [r for r in records if not r.valid]
     if json:
         emit_json({"suite": str(loaded.root), "out": str(out), "valid": not invalid,

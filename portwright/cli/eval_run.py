@@ -30,6 +30,7 @@ from portwright.cli.eval import (
     JsonOpt,
     OutOpt,
     ReposOpt,
+    RevalidateOpt,
     SuiteArg,
     output_folder,
 )
@@ -60,6 +61,7 @@ def run(
     out: OutOpt = DEFAULT_OUT,
     jobs: JobsOpt = 1,
     as_json: JsonOpt = False,
+    revalidate: RevalidateOpt = False,
 ) -> None:
     """Run every task of SUITE in one mode, each in its own workspace and sandbox, and score
     it by its hidden tests (resumable: tasks with a result are skipped)."""
@@ -81,7 +83,7 @@ def run(
     options = RunOptions(mode=Mode(mode), out=output_folder(out), repos=repos_root(repos),
                          model=model, replay=None if replay is None else replay.resolve(),
                          record=None if record is None else output_folder(record, "--record"),
-                         jobs=jobs)
+                         jobs=jobs, revalidate=revalidate)
     if as_json:
         report = run_suite(loaded, options, lambda event: print(
             json.dumps(event, default=str), flush=True))

@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BuildCache", "apply_hidden", "build_jobs_env", "cache_env", "changed_since",
            "changed_test_files", "run_selection", "run_tests", "run_tests_and_selection",
-           "test_files", "test_globs", "test_sandbox"]
+           "task_image", "test_files", "test_globs", "test_sandbox"]
 
 TEST_FILE_CAP = 256 * 1024 * 1024
 """Largest test file compared before and after the test commands (a larger one counts as
@@ -250,6 +250,26 @@ def build_jobs_env(task: PortTask, cpus: float) -> dict[str, str]:
     return {"MAKEFLAGS": f"-j{jobs}", "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
 
 
+def _sandbox_config(task: PortTask) -> SandboxConfig:
+    env = task.environment
+    return SandboxConfig(backend=SandboxBackend.DOCKER, image=env.image, setup=env.setup)
+
+
+def task_image(task: PortTask, source: EnvSource) -> str:
+    """The id of the image the test sandboxes of ``task`` run (:func:`test_sandbox`): its
+    environment image, built from ``source`` when it is not there, or ``[environment]
+    image`` itself. Its id changes whenever the base image is built again."""
+    from portwright.sandboxes.engine import docker_client
+    from portwright.sandboxes.images import ensure_image
+
+    client = docker_client()
+    try:
+        tag = ensure_image(_sandbox_config(task), source.repo, client=client, source=source)
+        return str(client.images.get(tag).id)
+    finally:
+        client.close()
+
+
 @contextmanager
 def test_sandbox(task: PortTask, tree: Path, *, source: EnvSource, log_dir: Path,
                  run_id: str, cache: BuildCache | None) -> Iterator[Sandbox]:
@@ -262,8 +282,7 @@ def test_sandbox(task: PortTask, tree: Path, *, source: EnvSource, log_dir: Path
     from portwright.sandboxes.ownership import command_identity
     from portwright.sandboxes.selection import open_sandbox
 
-    env = task.environment
-    config = SandboxConfig(backend=SandboxBackend.DOCKER, image=env.image, setup=env.setup)
+    config = _sandbox_config(task)
     mount = None
     if cache is not None:
         cache.path.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,10 @@ For each task, in suite order, ``jobs`` at a time (threads: a task's work is in 
 repositories, its sandbox and its model endpoint, and each has its own)::
 
     OUT/results/<slug>.<mode>.json    exists: the task is skipped (a rerun continues)
-    OUT/validation/<slug>.json        eval validate's record (reused): an invalid task
-                                      is dropped, a valid one gives the regress baseline
+    OUT/validation/<slug>.json        eval validate's record (reused, from the output
+                                      folder or the validation store of the state folder,
+                                      unless ``--revalidate``): an invalid task is
+                                      dropped, a valid one gives the regress baseline
     OUT/runs/<mode>/<slug>/           the workspace (upstream/, downstream/) and the
                                       task's state folder (state/: the run, its worktree,
                                       evidence, transcripts), then the scored tree
@@ -69,7 +71,13 @@ from portwright.eval.modes import ModelSource, ModeOutcome, OnEvent, run_mode
 from portwright.eval.repos import resolve
 from portwright.eval.results import EvalReport, Failure, HarnessError, Mode, TaskResult
 from portwright.eval.tasks import PortTask, Suite
-from portwright.eval.validate import ValidationRecord, cache_path, record_path, validate
+from portwright.eval.validate import (
+    ValidationRecord,
+    cache_path,
+    record_path,
+    store_dir,
+    validate,
+)
 from portwright.eval.workspace import Workspace, prepare
 from portwright.gates.integrity import check_protected_paths, check_tamper
 from portwright.project import Project
@@ -109,7 +117,10 @@ class RunOptions:
     client: ClientFor | None = None
     """A model made in process instead (no endpoint, no cassette)."""
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    """The environment the tasks' configs read ``PORTWRIGHT_*`` overrides from."""
+    """The environment the tasks' configs read ``PORTWRIGHT_*`` overrides from (its
+    ``PORTWRIGHT_STATE_DIR`` names the validation store's state folder)."""
+    revalidate: bool = False
+    """``--revalidate``: validate each task run again, whatever record is kept."""
 
 
 def result_path(out: Path, task: PortTask, mode: Mode) -> Path:
@@ -316,7 +327,8 @@ def run_task(task: PortTask, options: RunOptions, on_event: OnEvent) -> TaskResu
     started = time.monotonic()
     try:
         record = validate(task, options.repos, options.out, progress=lambda _, what: _emit(
-            on_event, task, mode, "task_progress", what=f"validation: {what}"))
+            on_event, task, mode, "task_progress", what=f"validation: {what}"),
+            store=store_dir(options.environ), revalidate=options.revalidate)
         if not record.valid:
             _emit(on_event, task, mode, "task_dropped", reason=record.reason)
             return None

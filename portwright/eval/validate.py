@@ -4,7 +4,8 @@ at ``port``, both with the hidden tests applied as a run's result will be
 
 For each task, in a scratch folder of the output (removed afterwards: it holds the port):
 
-1. the workspace (:func:`~portwright.eval.workspace.prepare`);
+1. the workspace (:func:`~portwright.eval.workspace.prepare`), and the task's environment
+   image (built when missing: its id is part of the key);
 2. a clone of it at the harness commit: ``regress`` run as it is, then the hidden tests
    applied and run: every one must fail;
 3. the same clone at ``port`` (its commit fetched from the task's downstream, checked out
@@ -21,28 +22,55 @@ runs in the task's Docker sandbox, whose environment image is built from the har
 (the lockfiles a run will have).
 
 The outcome is a :class:`ValidationRecord`, ``validation/<task slug>.json`` in the output
-folder, keyed by the task as loaded (suite defaults included) and the shas its revisions
-name: a rerun reuses it while neither changes.
+folder, keyed (:func:`validation_key`) by the task as loaded (suite defaults included), the
+shas its revisions name, the id of the image its sandboxes run and :data:`PROTOCOL`.
+
+**The validation store.** A record and its compiler cache are also kept outside any output
+folder, in ``eval/validation/<slug>/<key>.json`` and ``<key>.ccache/`` of the state folder
+(:func:`store_dir`: ``$PORTWRIGHT_STATE_DIR``, else ``$XDG_STATE_HOME/portwright``, else
+``~/.local/state/portwright``). A later validation of the task with the same key — another
+output folder, another ``eval run`` — takes them from there instead of running the tests
+again: the record is copied and the cache linked (copied where links cannot be) into its
+output folder, which stays self-contained, as if it had validated the task itself (only the
+logs of the sandboxes are not there). ``revalidate`` (``--revalidate``) observes the task
+again whatever is stored, and replaces the entry.
+
+The store is written by this host, but what is read from it is checked as any input: a
+record must parse as a :class:`ValidationRecord` (nothing more, nothing less) and hold the
+key it is filed under, its cache must be a folder (not a link); an entry that fails any of
+this is ignored (a warning names the file), the task validated again and the entry replaced
+— the safe choice, as validation only costs time. An entry is written under a file lock
+(one per key: two processes or ``--jobs`` threads validating the same task observe it once,
+the second reuses the first's) and its record last, atomically: an entry cut short has no
+record and is not used.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock
+from filelock import Timeout as LockTimeout
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from portwright.environment import STATE_ENV, default_state_home
+from portwright.errors import UsageError
 from portwright.eval.hidden import (
     BuildCache,
     apply_hidden,
     run_selection,
     run_tests,
     run_tests_and_selection,
+    task_image,
     test_sandbox,
 )
 from portwright.eval.repos import ResolvedTask, resolve
@@ -53,8 +81,15 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Progress", "ValidationRecord", "cache_path", "record_path", "validate",
-           "validate_all"]
+__all__ = ["PROTOCOL", "Progress", "ValidationRecord", "cache_path", "record_path",
+           "store_dir", "stored_record_path", "validate", "validate_all", "validation_key"]
+
+PROTOCOL = 2
+"""How tasks are validated, as a number: bumped when what validation observes, or how,
+changes without the task, its shas or its image changing. It is part of the key, so a
+record of another protocol is never reused."""
+LOCK_TIMEOUT = 3 * 3600.0
+"""Seconds a validation waits for another one of the same task (and key) to end."""
 
 Progress = Callable[[str, str], None]
 """Told ``(task id, what is happening)``."""
@@ -67,7 +102,10 @@ class ValidationRecord(BaseModel):
 
     task: str
     key: str
-    """sha256 of the task as loaded and the shas of its revisions."""
+    """sha256 of :data:`PROTOCOL`, the task as loaded, the shas of its revisions and
+    :attr:`image` (:func:`validation_key`)."""
+    image: str
+    """The id of the image the task's test sandboxes ran."""
     valid: bool
     reason: str
     """One line: why it is valid or not."""
@@ -82,9 +120,12 @@ class ValidationRecord(BaseModel):
     seconds: float
 
 
-def _key(task: PortTask, resolved: ResolvedTask) -> str:
+def validation_key(task: PortTask, resolved: ResolvedTask, image: str) -> str:
+    """What determines a task's validation: :data:`PROTOCOL`, the task as loaded, the shas
+    its revisions name and the id of the image its sandboxes run (which changes with the
+    base image, the setup and the lockfiles)."""
     shas = " ".join([*resolved.commits, resolved.pin, resolved.parent, resolved.port])
-    return hashlib.sha256(f"{task.digest} {shas}".encode()).hexdigest()
+    return hashlib.sha256(f"{PROTOCOL} {task.digest} {shas} {image}".encode()).hexdigest()
 
 
 def record_path(out: Path, task: PortTask) -> Path:
@@ -99,12 +140,163 @@ def cache_path(out: Path, task: PortTask) -> Path:
     return out / "validation" / f"{task.slug}.ccache"
 
 
+def store_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The validation store (module docstring): ``eval/validation`` of the state folder
+    that ``environ`` (default: this process's) names."""
+    env = os.environ if environ is None else environ
+    configured = env.get(STATE_ENV, "").strip()
+    base = Path(configured) if configured and Path(configured).is_absolute() \
+        else default_state_home(env)
+    return base / "eval" / "validation"
+
+
+def stored_record_path(store: Path, task: PortTask, key: str) -> Path:
+    """The record of ``task`` under ``key`` in ``store``; its compiler cache is beside it
+    (``.ccache``), and so is the entry's lock (``.lock``)."""
+    return store / task.slug / f"{key}.json"
+
+
 def _cached(path: Path, key: str) -> ValidationRecord | None:
+    """The output folder's own record when it holds ``key``; one that does not parse is
+    ignored (with a warning) and the task validated again."""
+    if not path.is_file():
+        return None
     try:
         record = ValidationRecord.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError):
+    except (OSError, ValidationError) as exc:
+        logger.warning("ignoring the validation record %s (%s): the task is validated again "
+                       "and the record replaced", path, _first_line(exc))
         return None
     return record if record.key == key else None
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _stored(store: Path, task: PortTask, key: str) -> ValidationRecord | None:
+    """The store's record of ``task`` under ``key``, checked (module docstring); None when
+    there is none or it fails a check (a warning names the file)."""
+    path = stored_record_path(store, task, key)
+    if not path.exists():
+        return None
+    problem = None
+    try:
+        record = ValidationRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        problem = f"it is not a validation record: {_first_line(exc)}"
+    else:
+        cache = path.with_suffix(".ccache")
+        if record.key != key or record.task != task.id:
+            problem = f"it holds the record of {record.task} under key {record.key[:16]}"
+        elif cache.is_symlink() or not cache.is_dir():
+            problem = f"its compiler cache {cache.name} is not a folder"
+    if problem is not None:
+        logger.warning("ignoring the stored validation record %s (%s): the task is validated "
+                       "again and the entry replaced", path, problem)
+        return None
+    return record
+
+
+@contextmanager
+def _entry_lock(store: Path, task: PortTask, key: str,
+                say: Callable[[str], None]) -> Iterator[None]:
+    """Hold the store's lock of ``task`` under ``key`` (the folder made when missing)."""
+    path = stored_record_path(store, task, key).with_suffix(".lock")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot make the validation store's folder: {exc.strerror or exc}",
+                         file=path.parent, key=STATE_ENV,
+                         fix=f"set {STATE_ENV} to a folder you can write") from exc
+    lock = FileLock(str(path))
+    try:
+        try:
+            lock.acquire(timeout=0)
+        except LockTimeout:
+            say("waiting for another validation of this task")
+            lock.acquire(timeout=LOCK_TIMEOUT)
+    except LockTimeout as exc:
+        raise UsageError(f"another validation of {task.id} has held its lock for over "
+                         f"{LOCK_TIMEOUT:.0f} s", file=path,
+                         fix="if no portwright process validates it any more, retry") from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _link_tree(source: Path, dest: Path) -> None:
+    """``dest`` (absent) made a copy of the folder ``source``: its folders and regular files
+    (hard links where the file system allows, else copies with the same mode and, where
+    this process may, the same owner: the sandbox's user reads them); links and other
+    files are left out."""
+    dest.mkdir(parents=True)
+    _same_owner(source, dest)
+    for folder, dirs, files in os.walk(source, followlinks=False):
+        here = dest / Path(folder).relative_to(source)
+        for name in dirs:
+            if not (Path(folder) / name).is_symlink():
+                (here / name).mkdir()
+                _same_owner(Path(folder) / name, here / name)
+        for name in files:
+            src = Path(folder) / name
+            if src.is_symlink() or not src.is_file():
+                continue
+            try:
+                os.link(src, here / name)
+            except OSError:
+                shutil.copy2(src, here / name)
+                _same_owner(src, here / name)
+
+
+def _same_owner(source: Path, dest: Path) -> None:
+    info = source.stat()
+    dest.chmod(info.st_mode & 0o7777 & ~0o6000)  # never a set-id bit
+    with contextlib.suppress(PermissionError):  # not root: the files stay this user's
+        os.chown(dest, info.st_uid, info.st_gid)
+
+
+def _replace_tree(source: Path, dest: Path) -> None:
+    """``dest`` replaced by a copy of ``source`` (:func:`_link_tree`), made beside it
+    first."""
+    temp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(temp, ignore_errors=True)
+    _link_tree(source, temp)
+    shutil.rmtree(dest, ignore_errors=True)
+    temp.rename(dest)
+
+
+def _write_record(path: Path, record: ValidationRecord) -> None:
+    """``record`` at ``path``, written whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    temp.replace(path)
+
+
+def _take(store: Path, record: ValidationRecord, out: Path, task: PortTask) -> None:
+    """The stored ``record`` and its compiler cache copied into the output folder ``out``
+    (its logs of an earlier validation there removed: they are not this record's)."""
+    stored = stored_record_path(store, task, record.key)
+    _replace_tree(stored.with_suffix(".ccache"), cache_path(out, task))
+    path = record_path(out, task)
+    shutil.rmtree(path.with_suffix(".logs"), ignore_errors=True)
+    _write_record(path, record)
+
+
+def _keep(store: Path, record: ValidationRecord, out: Path, task: PortTask) -> None:
+    """``record`` and the output folder's compiler cache put in the store, the record last.
+    A store that cannot be written is warned about: the output folder has the record."""
+    stored = stored_record_path(store, task, record.key)
+    try:
+        stored.unlink(missing_ok=True)  # an entry without its record is never used
+        _replace_tree(cache_path(out, task), stored.with_suffix(".ccache"))
+        _write_record(stored, record)
+    except OSError as exc:
+        logger.warning("the validation of %s is not kept in the store %s: %s", task.id,
+                       store, exc)
 
 
 def _clone_at(source: Path, dest: Path, rev: str) -> Path:
@@ -168,23 +360,12 @@ def _observe(ws: Workspace, scratch: Path, logs: Path, cache: Path,
     return at_parent, at_port, baseline
 
 
-def validate(task: PortTask, repos: Path, out: Path, *,
-             progress: Progress | None = None) -> ValidationRecord:
-    """The validation record of ``task`` (its clones in ``repos``, its workspace and record
-    under ``out``): reused when the task and its shas are unchanged, else observed."""
-    def say(what: str) -> None:
-        if progress is not None:
-            progress(task.id, what)
-
-    resolved = resolve(task, repos)
-    key, path = _key(task, resolved), record_path(out, task)
-    cached = _cached(path, key)
-    if cached is not None:
-        say("validated before (task and shas unchanged)")
-        return cached
+def _observed(ws: Workspace, key: str, image: str, out: Path,
+              say: Callable[[str], None]) -> ValidationRecord:
+    """The task of ``ws`` validated in its sandboxes, its record written to ``out``."""
+    task = ws.task.task
     started = time.monotonic()
-    say("preparing the workspace")
-    ws = prepare(task, repos, out / "work" / task.slug)
+    path = record_path(out, task)
     scratch = path.with_suffix(".trees")
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
@@ -196,24 +377,54 @@ def validate(task: PortTask, repos: Path, out: Path, *,
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the port must not stay in the output
     valid = not any(at_parent.values()) and all(at_port.values())
-    record = ValidationRecord(task=task.id, key=key, valid=valid,
+    record = ValidationRecord(task=task.id, key=key, image=image, valid=valid,
                               reason=_reason(at_parent, at_port), harness=ws.harness,
                               parent=at_parent, port=at_port, regress_baseline=baseline,
                               seconds=round(time.monotonic() - started, 2))
-    temp = path.with_suffix(".json.tmp")
-    temp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    temp.replace(path)
+    _write_record(path, record)
     say("valid" if valid else f"invalid: {record.reason}")
     return record
 
 
+def validate(task: PortTask, repos: Path, out: Path, *, progress: Progress | None = None,
+             store: Path | None = None, revalidate: bool = False) -> ValidationRecord:
+    """The validation record of ``task`` (its clones in ``repos``, its workspace and record
+    under ``out``): the output folder's own while its key holds, else the store's (``store``,
+    default :func:`store_dir`) copied into ``out``, else observed and kept in both.
+    ``revalidate`` observes it whatever is kept."""
+    def say(what: str) -> None:
+        if progress is not None:
+            progress(task.id, what)
+
+    resolved = resolve(task, repos)
+    say("preparing the workspace")
+    ws = prepare(task, repos, out / "work" / task.slug)
+    say("the environment image")
+    image = task_image(task, EnvSource(ws.downstream, ws.harness))
+    key = validation_key(task, resolved, image)
+    if not revalidate and (cached := _cached(record_path(out, task), key)) is not None:
+        say("validated before (task, shas and image unchanged)")
+        return cached
+    store = store_dir() if store is None else store
+    with _entry_lock(store, task, key, say):
+        if not revalidate and (stored := _stored(store, task, key)) is not None:
+            _take(store, stored, out, task)
+            say("validated before (reused from the validation store)")
+            return stored
+        record = _observed(ws, key, image, out, say)
+        _keep(store, record, out, task)
+    return record
+
+
 def validate_all(tasks: list[PortTask], repos: Path, out: Path, *, jobs: int = 1,
-                 progress: Progress | None = None) -> list[ValidationRecord]:
+                 progress: Progress | None = None, store: Path | None = None,
+                 revalidate: bool = False) -> list[ValidationRecord]:
     """:func:`validate` of every task, ``jobs`` at a time, in the tasks' order. Every task's
     clones and revisions are checked first, so bad input stops before any sandbox starts."""
     for task in tasks:
         resolve(task, repos)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(validate, task, repos, out, progress=progress)
+        futures = [pool.submit(validate, task, repos, out, progress=progress, store=store,
+                               revalidate=revalidate)
                    for task in tasks]
         return [future.result() for future in futures]

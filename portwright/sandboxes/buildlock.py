@@ -107,23 +107,39 @@ def image_exists(client: docker.DockerClient, tag: str) -> bool:
 
 
 def build_once(client: docker.DockerClient, tag: str, build: Callable[[], None], *,
-               force: bool = False, progress: Callable[[str], None] | None = None
-               ) -> tuple[str, bool]:
+               force: bool = False, progress: Callable[[str], None] | None = None,
+               stale: Callable[[Image], str | None] | None = None) -> tuple[str, bool]:
     """Make ``tag`` with ``build`` unless it exists (or ``force``); return its id and whether
     this call built it.
 
-    One builder of ``tag`` at a time on this machine (:func:`image_lock`): a second process
-    waits for the first, then finds the image and builds nothing.
+    ``stale`` tells why an existing image must be built again (None: it will do): such an
+    image is built again, and the progress says why. One builder of ``tag`` at a time on
+    this machine (:func:`image_lock`): a second process waits for the first, then finds
+    the image (fresh) and builds nothing.
     """
     say = progress or (lambda _: None)
-    if not force and (image := find_image(client, tag)) is not None:
+
+    def usable(image: Image | None) -> str | None:
+        """Why ``image`` is not taken as it is (None: it is)."""
+        if force or image is None:
+            return "forced" if image is not None else "missing"
+        reason = stale(image) if stale is not None else None
+        if reason is not None:
+            return f"{tag} ({image.short_id}) is stale: {reason}; building it again"
+        return None
+
+    image = find_image(client, tag)
+    if (why := usable(image)) is None and image is not None:
         say(f"{tag} exists ({image.short_id}); nothing to do")
         return str(image.id), False
     with image_lock(tag, on_wait=say):
-        if not force and (image := find_image(client, tag)) is not None:
+        image = find_image(client, tag)
+        if (why := usable(image)) is None and image is not None:
             say(f"{tag} exists ({image.short_id}, built by another process while this "
                 "one waited); nothing to do")
             return str(image.id), False
+        if why is not None and why not in ("forced", "missing"):
+            say(why)
         build()
     image = client.images.get(tag)
     say(f"built {tag} ({image.short_id})")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import docker
 from docker.errors import APIError
+from docker.models.images import Image
 
 from portwright.config import SandboxConfig
 from portwright.errors import ImageMissing, SandboxError
@@ -39,6 +40,9 @@ logger = logging.getLogger(__name__)
 BASE_PACKAGES = ["python3", "python3-venv", "python3-pytest", "git", "g++", "make", "cmake",
                  "ccache"]
 LABEL_IMAGE = "portwright.image"
+LABEL_PACKAGES = "portwright.base-packages"
+"""The base image's label: the packages it was built with, comma-separated
+(:func:`base_image_stale`)."""
 APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 
 Progress = Callable[[str], None]
@@ -141,18 +145,35 @@ def build_base_image(
 ) -> str:
     """Build the offline base image with debootstrap + ``docker import``; return its id.
 
-    Returns at once when ``tag`` exists, unless ``force``; a second process that asks while
-    one builds waits for it (:func:`build_once`). Needs root and debootstrap.
+    Returns at once when ``tag`` exists and is not stale (:func:`base_image_stale`: built
+    with every package of :data:`BASE_PACKAGES`), unless ``force``; a stale one is built
+    again, and ``progress`` says why. A second process that asks while one builds waits for
+    it (:func:`build_once`). Needs root and debootstrap.
     """
     own = client is None
     client = client or docker_client(timeout=600)
     try:
         return build_once(client, tag, lambda: _debootstrap_import(
             client, tag, suite=suite, mirror=mirror, progress=progress),
-            force=force, progress=progress)[0]
+            force=force, progress=progress, stale=base_image_stale)[0]
     finally:
         if own:
             client.close()
+
+
+def base_image_stale(image: Image) -> str | None:
+    """Why the base image ``image`` must be built again, or None: its
+    :data:`LABEL_PACKAGES` label is missing (built before the label was) or lacks a package
+    of :data:`BASE_PACKAGES` (built before that package joined them: an image without
+    ``ccache`` gives ``eval`` no compiler cache)."""
+    labels = (image.attrs.get("Config") or {}).get("Labels") or {}
+    value = labels.get(LABEL_PACKAGES)
+    if not isinstance(value, str):
+        return f"it has no {LABEL_PACKAGES} label (built before the packages were recorded)"
+    missing = [p for p in BASE_PACKAGES if p not in value.split(",")]
+    if missing:
+        return f"it was built without {', '.join(missing)}"
+    return None
 
 
 def _debootstrap_import(client: docker.DockerClient, tag: str, *, suite: str,
@@ -179,7 +200,9 @@ def _debootstrap_import(client: docker.DockerClient, tag: str, *, suite: str,
         repository, _, version = tag.rpartition(":")
         if not repository or "/" in version:
             repository, version = tag, "latest"
-        changes = [f"LABEL {LABEL_IMAGE}=base", "ENV LANG=C.UTF-8", 'CMD ["/bin/sh"]']
+        changes = [f"LABEL {LABEL_IMAGE}=base",
+                   f"LABEL {LABEL_PACKAGES}={','.join(BASE_PACKAGES)}",
+                   "ENV LANG=C.UTF-8", 'CMD ["/bin/sh"]']
         client.api.import_image_from_file(str(archive), repository=repository,
                                           tag=version, changes=changes)
 

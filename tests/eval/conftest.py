@@ -68,6 +68,13 @@ def task_toml(pair: Pair, **overrides: str) -> str:
     return "\n".join(v for v in lines.values() if v) + "\n"
 
 
+@pytest.fixture(autouse=True)
+def _own_validation_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own state folder, so its own validation store: a task one test
+    validated is not taken from the store by the next."""
+    monkeypatch.setenv("PORTWRIGHT_STATE_DIR", str(tmp_path / "state"))
+
+
 @pytest.fixture(scope="session")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Pair:
     """One pair for the tests that only read it."""

@@ -69,7 +69,8 @@ def _workspace(tmp_path: Path, pair: Pair, **overrides: str) -> Workspace:
 def _score(tmp_path: Path, ws: Workspace, files: dict[str, str],
            links: dict[str, str] | None = None, baseline: tuple[str, ...] = (ADD_ID,)) -> Score:
     head = _agent_head(ws, tmp_path / "agent", files, links)
-    record = ValidationRecord(task=ws.task.task.id, key="k", valid=True, reason="valid",
+    record = ValidationRecord(task=ws.task.task.id, key="k", image="i", valid=True,
+                              reason="valid",
                               harness=ws.harness, parent={SUB_ID: False}, port={SUB_ID: True},
                               regress_baseline=list(baseline), seconds=0.0)
     return score(ws, head, record, tmp_path / "scored", run_id="forged-score")
