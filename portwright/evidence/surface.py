@@ -127,8 +127,10 @@ def _defined_in(language: Language, data: bytes, parts: list[str], path: str) ->
 
 
 def _candidates(upstream: Path, sha: str, parts: list[str],
-                path_kinds: Mapping[str, list[str]]) -> list[tuple[str, str]]:
-    """``(path, dotted name)`` of every definition ``parts`` can mean, tests files last."""
+                path_kinds: Mapping[str, list[str]]
+                ) -> tuple[list[tuple[str, str]], dict[str, bytes | None]]:
+    """``(path, dotted name)`` of every definition ``parts`` can mean, tests files last;
+    and the files read to find them."""
     out: list[tuple[str, str]] = []
     paths = _grep_files(upstream, sha, parts[-1])[:60]
     blobs = show_many(upstream, sha, paths)
@@ -139,7 +141,7 @@ def _candidates(upstream: Path, sha: str, parts: list[str],
             continue
         out += [(path, dotted) for dotted in _defined_in(language, data, parts, path)]
     return sorted(out, key=lambda c: (classify(c[0], path_kinds) == "tests",
-                                      _language(c[0]) != "python", c))
+                                      _language(c[0]) != "python", c)), blobs
 
 
 def _pick(symbol: str, candidates: list[tuple[str, str]],
@@ -172,8 +174,9 @@ def enumerate_surface(upstream: Path, symbol: str, rev: str, *,
     sha = rev_parse(upstream, rev)
     kinds = path_kinds if path_kinds is not None else default_path_kinds()
     path, parts = _split_symbol(symbol)
+    read: dict[str, bytes | None] = {}
     if path is None:
-        candidates = _candidates(upstream, sha, parts, kinds)
+        candidates, read = _candidates(upstream, sha, parts, kinds)
         if not candidates:
             raise UsageError(f"no definition of {symbol!r} in any Python, JavaScript, "
                              f"TypeScript or C++ file at {sha[:12]}", file=upstream,
@@ -182,7 +185,7 @@ def enumerate_surface(upstream: Path, symbol: str, rev: str, *,
         path, dotted = _pick(symbol, candidates, kinds)
         parts = dotted.split(".")
     language = _language(path)
-    data = show(upstream, sha, path)
+    data = read[path] if path in read else show(upstream, sha, path)
     found = _analyse(language, data, parts, _Anchor(path, sha)) if language and data else None
     if found is None or language is None:
         raise UsageError(f"no definition of {symbol!r} in {path} at {sha[:12]}", file=upstream,
