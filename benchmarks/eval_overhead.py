@@ -16,10 +16,14 @@ each task's wall time into:
 * **rest** — everything else (loading the task, writing the result, teardown).
 
 Both modes share one output folder, as ``eval validate`` followed by ``eval run`` in each
-mode would: the first mode validates each task, the second reuses its record. The harness's
-own time per task and mode is setup + scoring + rest (+ validation, for the mode that
-validated). Goal: ≤ 10 s per task. A second pass of each mode over the same folder shows
-the resumed run (every task skipped).
+mode would: the first mode validates each task, the second reuses its record. Each task is
+timed twice, side by side: its **first** run ever (an empty state folder: an empty
+validation store, so validation is observed), and a **later** run into a new output folder
+with the same state folder (validation taken from the store, :mod:`portwright.eval.validate`:
+the record copied and the compiler cache linked into the new folder). The harness's own time
+per task and mode is setup + validation + scoring + rest (teardown included). Goal: ≤ 10 s
+per task. A second pass of each mode over the same folder shows the resumed run (every task
+skipped).
 The environment images are built beforehand and not timed (``portwright sandbox build``
 has its own benchmark, ``benchmarks/env_image.py``). Writes
 ``benchmarks/results/eval_overhead.json``.
@@ -27,8 +31,9 @@ has its own benchmark, ``benchmarks/env_image.py``). Writes
 ``--real SUITE --repos DIR [--task ID …]`` adds tasks of a real suite (clones under
 ``DIR``, e.g. ``benchmarks/port-tasks/cmark``), which have no recorded run: each is timed as
 validation, setup and the scoring of what a run that ported exactly the real commit would
-leave (the port's changes committed on the harness commit: the hidden tests pass), in a
-fresh output folder; its harness time is the sum. ``--skip-examples`` times only those.
+leave (the port's changes committed on the harness commit: the hidden tests pass), first in
+a fresh output folder and state folder, then in a new output folder (validation from the
+store); its harness time is the sum. ``--skip-examples`` times only those.
 
     python benchmarks/eval_overhead.py [--repeat 1] [--real SUITE --repos DIR [--task ID]]
 """
@@ -55,6 +60,8 @@ SUITE = ROOT / "benchmarks" / "port-tasks" / "examples"
 CASSETTES = ROOT / "benchmarks" / "port-tasks" / "cassettes"
 OUT = ROOT / "benchmarks" / "results" / "eval_overhead.json"
 PHASES = ("validation", "setup", "run", "scoring")
+RUNS = ("first", "later")
+"""A task's first run (empty validation store), and a later one into a new output folder."""
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(SUITE))
@@ -178,20 +185,76 @@ def real_task(task: PortTask, repos: Path, out: Path) -> dict[str, Any]:
             "harness": round(sum(spent.values()), 3), "resolved": True}
 
 
-def real_pass(suite_path: Path, repos: Path, ids: list[str], out: Path) -> dict[str, Any]:
+def real_pass(suite_path: Path, repos: Path, ids: list[str], scratch: Path) -> dict[str, Any]:
+    """Each real task timed in a fresh output folder (first), then in another one
+    (later: validation from the store)."""
     suite = load_suite(suite_path)
     tasks = [t for t in suite.tasks if not ids or t.id in ids]
     if ids and len(tasks) != len(ids):
         raise SystemExit(f"no such task in {suite_path}: "
                          f"{sorted(set(ids) - {t.id for t in tasks})}")
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for task in tasks:
-        t = real_task(task, repos, out)
-        results[task.id] = t
-        print(f"real  {task.id:40} harness {t['harness']:6.2f} s (validation "
-              f"{t['validation']:.2f}, setup {t['setup']:.2f}, scoring {t['scoring']:.2f})")
+        results[task.id] = {}
+        for run in RUNS:
+            t = real_task(task, repos, scratch / f"real-{run}")
+            results[task.id][run] = t
+            print(f"real  {task.id:40} {run:5} harness {t['harness']:6.2f} s (validation "
+                  f"{t['validation']:.2f}, setup {t['setup']:.2f}, scoring {t['scoring']:.2f})")
     return {"suite": str(suite_path.relative_to(ROOT)) if suite_path.is_relative_to(ROOT)
             else suite_path.name, "tasks": results}
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
+def _max(values: list[float]) -> float | None:
+    return round(max(values), 3) if values else None
+
+
+def summarize(passes: list[dict[str, Any]], real: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median and max harness per task of each run (first, later), and the validation's."""
+    summary: dict[str, Any] = {"goal_s_per_task": 10.0}
+    for run in RUNS:
+        mine = [t for p in passes if p["run"] == run for t in p["tasks"].values()]
+        harness = [t["harness"] for t in mine]
+        prefix = "" if run == "first" else "later_"
+        summary[f"{prefix}harness_s_per_task_median"] = _median(harness)
+        summary[f"{prefix}harness_s_per_task_max"] = _max(harness)
+        summary[f"{prefix}validation_s_per_task_median"] = _median(
+            [t["validation"] for p in passes if p["run"] == run and p["mode"] == "loop"
+             for t in p["tasks"].values()])
+        real_harness = [r[run]["harness"] for p in real for r in p["tasks"].values()]
+        if real_harness:
+            summary[f"real_{prefix}harness_s_per_task_median"] = _median(real_harness)
+            summary[f"real_{prefix}harness_s_per_task_max"] = _max(real_harness)
+    return summary
+
+
+def side_by_side(passes: list[dict[str, Any]], real: list[dict[str, Any]]
+                 ) -> list[dict[str, Any]]:
+    """One row per task and mode: the median over the repetitions of the harness (and the
+    validation) of the first run and of the later run, and their ratio."""
+    seen: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for p in passes:
+        for task, t in p["tasks"].items():
+            seen[task, p["mode"]][f"{p['run']}_harness_s"].append(t["harness"])
+            seen[task, p["mode"]][f"{p['run']}_validation_s"].append(t["validation"])
+    for p in real:
+        for task, runs in p["tasks"].items():
+            for run in RUNS:
+                seen[task, "oracle"][f"{run}_harness_s"].append(runs[run]["harness"])
+                seen[task, "oracle"][f"{run}_validation_s"].append(runs[run]["validation"])
+    rows = []
+    for (task, mode), values in seen.items():
+        row: dict[str, Any] = {"task": task, "mode": mode,
+                               "repetitions": len(values["first_harness_s"])}
+        row.update({name: _median(got) for name, got in values.items()})
+        if row.get("first_harness_s") and row.get("later_harness_s") is not None:
+            row["later_over_first"] = round(row["later_harness_s"] / row["first_harness_s"], 3)
+        rows.append(row)
+    return rows
 
 
 def main() -> int:
@@ -213,46 +276,48 @@ def main() -> int:
         repos = Path(scratch) / "repos"
         if not args.skip_examples:
             build_repos(repos)
-        os.environ.setdefault("PORTWRIGHT_STATE_DIR", str(Path(scratch) / "state"))
         for number in range(args.repeat):
+            # a state folder of this repetition's own: its first runs find an empty store
+            os.environ["PORTWRIGHT_STATE_DIR"] = str(Path(scratch) / f"state-{number}")
             if args.real is not None:
                 real.append(real_pass(args.real.resolve(), args.repos.resolve(), args.task,
                                       Path(scratch) / f"real-{number}"))
             if args.skip_examples:
                 continue
-            for mode in (Mode.LOOP, Mode.CYCLE):
-                result = one_pass(repos, Path(scratch) / f"out-{number}", mode)
-                passes.append(result)
-                for task, t in result["tasks"].items():
-                    print(f"{mode.value:5} {task:40} harness {t['harness']:6.2f} s "
-                          f"(validation {t['validation']:.2f}, setup {t['setup']:.2f}, "
-                          f"scoring {t['scoring']:.2f}, rest {t['rest']:.2f}); "
-                          f"run {t['run']:.2f} s")
-                print(f"{mode.value}: {result['resolved']} resolved, {result['wall_s']:.1f} s; "
-                      f"resumed in {result['resumed_s']:.2f} s")
-    harness = [t["harness"] for p in passes for t in p["tasks"].values()]
-    validation = [t["validation"] for p in passes for t in p["tasks"].values()
-                  if t["validation"] > 0.5]
-    summary: dict[str, Any] = {
-        "harness_s_per_task_median": round(statistics.median(harness), 3) if harness else None,
-        "harness_s_per_task_max": round(max(harness), 3) if harness else None,
-        "validation_s_per_task_median": round(statistics.median(validation), 3)
-        if validation else None,
-        "goal_s_per_task": 10.0}
-    if real:
-        real_harness = [t["harness"] for p in real for t in p["tasks"].values()]
-        summary["real_harness_s_per_task_median"] = round(statistics.median(real_harness), 3)
-        summary["real_harness_s_per_task_max"] = round(max(real_harness), 3)
+            for run in RUNS:
+                for mode in (Mode.LOOP, Mode.CYCLE):
+                    result = {"run": run, **one_pass(
+                        repos, Path(scratch) / f"out-{number}-{run}", mode)}
+                    passes.append(result)
+                    for task, t in result["tasks"].items():
+                        print(f"{run:5} {mode.value:5} {task:40} harness {t['harness']:6.2f} s "
+                              f"(validation {t['validation']:.2f}, setup {t['setup']:.2f}, "
+                              f"scoring {t['scoring']:.2f}, rest {t['rest']:.2f}); "
+                              f"run {t['run']:.2f} s")
+                    print(f"{run} {mode.value}: {result['resolved']} resolved, "
+                          f"{result['wall_s']:.1f} s; resumed in {result['resumed_s']:.2f} s")
+    summary = summarize(passes, real)
+    rows = side_by_side(passes, real)
     results = {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
                "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                            "load_average_at_start": load_before,
                            "load_average": [round(x, 2) for x in os.getloadavg()]},
-               "summary": summary, "passes": passes, "real": real}
+               "summary": summary, "side_by_side": rows, "passes": passes, "real": real}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
-    if harness:
-        print(f"harness per task: median {summary['harness_s_per_task_median']:.2f} s, "
-              f"max {summary['harness_s_per_task_max']:.2f} s (goal 10 s)")
+    print(f"\n{'task':48} {'mode':6} {'first: harness (validation)':>28} "
+          f"{'later: harness (validation)':>28} {'later/first':>11}")
+    for row in rows:
+        print(f"{row['task']:48} {row['mode']:6} "
+              f"{row.get('first_harness_s', 0):16.2f} s ({row.get('first_validation_s', 0):5.2f})"
+              f"{row.get('later_harness_s', 0):18.2f} s ({row.get('later_validation_s', 0):5.2f})"
+              f"{row.get('later_over_first', 0):11.2f}")
+    for run in RUNS:
+        prefix = "" if run == "first" else "later_"
+        if summary[f"{prefix}harness_s_per_task_median"] is not None:
+            print(f"{run} run: harness per task median "
+                  f"{summary[f'{prefix}harness_s_per_task_median']:.2f} s, max "
+                  f"{summary[f'{prefix}harness_s_per_task_max']:.2f} s (goal 10 s)")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

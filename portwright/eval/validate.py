@@ -171,6 +171,10 @@ def _cached(path: Path, key: str) -> ValidationRecord | None:
 
 
 def _first_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError) and exc.errors():
+        error = exc.errors()[0]
+        where = ".".join(map(str, error["loc"]))
+        return f"{where}: {error['msg']}" if where else error["msg"]
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 

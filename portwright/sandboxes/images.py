@@ -1,11 +1,14 @@
 """Sandbox images: the configured image, the environment image, the offline base.
 
 No image registry needs to be reachable: :func:`build_base_image` makes
-``portwright/base:bookworm`` with ``debootstrap`` from the Debian mirror this
-machine's apt is already configured with, and ``docker import``. ``[sandbox] setup`` and a
-Dockerfile in the downstream repo (``[sandbox] dockerfile``) are built on top of it into the
-environment image (:mod:`portwright.sandboxes.envimage`), tagged by the digest of what it is
-built from, so it is built once; its build log is kept in the state folder.
+``portwright/base:bookworm`` with ``debootstrap`` from the Debian mirror this machine's apt
+is already configured with, and ``docker import``, labelled with the packages it holds
+(:data:`LABEL_PACKAGES`): an image whose label is missing or lacks one of
+:data:`BASE_PACKAGES` is stale and built again (:func:`base_image_stale`). ``[sandbox]
+setup`` and a Dockerfile in the downstream repo (``[sandbox] dockerfile``) are built on top
+of it into the environment image (:mod:`portwright.sandboxes.envimage`), tagged by the
+digest of what it is built from, so it is built once; its build log is kept in the state
+folder.
 :func:`prune_images` removes older builds (containers are pruned by
 :mod:`portwright.sandboxes.prune`; :func:`prune` here is what callers of the former place
 get).

@@ -203,3 +203,36 @@ def test_eval_validate_reuses_the_store_and_revalidate_forces(
         [{k: v for k, v in r.items() if k != "seconds"} for r in first]
     helped = portwright("eval", "run", "--help", env={"COLUMNS": "200"})
     assert "--revalidate" in helped.stdout
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_bad_store_is_named_on_the_command_line(repos: Path, tmp_path: Path) -> None:
+    """A state folder the store cannot be made in: exit 2, the folder and the fix named. A
+    stored record that is not one: a warning naming it, and the task validated again."""
+    _needs_engine()
+    task_file = str(SUITE / "tinystats" / "percentile.toml")
+    (tmp_path / "afile").write_text("")
+    done = portwright("eval", "validate", task_file, "--repos", str(repos), "--out",
+                      str(tmp_path / "one"),
+                      env={"PORTWRIGHT_STATE_DIR": str(tmp_path / "afile" / "state")})
+    flat = " ".join(done.stderr.split())
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cannot make the validation store's folder" in flat
+    assert "fix: set PORTWRIGHT_STATE_DIR to a folder you can write" in flat
+    assert "Traceback" not in done.stderr
+
+    env = {"PORTWRIGHT_STATE_DIR": str(tmp_path / "state")}
+    done = portwright("eval", "validate", task_file, "--repos", str(repos), "--out",
+                      str(tmp_path / "two"), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (stored,) = (tmp_path / "state" / "eval" / "validation").rglob("*.json")
+    stored.write_text('{"task": "tinystats/percentile"}')
+    done = portwright("eval", "validate", task_file, "--repos", str(repos), "--out",
+                      str(tmp_path / "three"), env=env)
+    flat = "".join(done.stderr.split())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "".join(str(stored).split()) in flat
+    assert "key:Fieldrequired" in flat  # what is wrong with it
+    assert "validatedagain" in flat
+    assert ValidationRecord.model_validate_json(stored.read_bytes()).valid
