@@ -77,6 +77,9 @@ class Project:
     revision: str | None = None
     """The commit config and rules were read from; None: the working files."""
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False)
+    read: PortwrightConfig | None = field(default=None, repr=False, compare=False)
+    """The config :meth:`load` read at :attr:`revision` (a copy made with another config
+    keeps it: :attr:`as_committed` tells them apart)."""
 
     @classmethod
     def load(cls, root: Path, *, at: str | None = None,
@@ -108,16 +111,24 @@ class Project:
             raise ConfigError("portwright.toml is a symbolic link", file=root / CONFIG_FILE,
                               fix="replace the link by the file itself and commit it")
         config = parse_config(data, root / CONFIG_FILE, environ=env)
-        return cls(root, config, sha, env)
+        return cls(root, config, sha, env, read=config)
+
+    @property
+    def as_committed(self) -> bool:
+        """Whether :attr:`config` is the one :meth:`load` read at :attr:`revision` (with
+        :attr:`environ`'s overrides), not one a caller put in its place."""
+        return self.revision is not None and self.read is not None and self.config is self.read
 
     def in_worktree(self, folder: Path) -> Project:
         """This project seen from ``folder``, a linked worktree of its repository that
         portwright made (a run's): the same config, read at the same revision, and the same
-        git directory and state folder, so nothing is read again. Only for a project loaded
-        at a revision: the working files of another folder are other files."""
-        if self.revision is None:
-            raise ValueError("in_worktree needs a project loaded at a revision")
-        moved = Project(folder.resolve(), self.config, self.revision, self.environ)
+        git directory and state folder, so nothing is read again. Only for a project
+        :attr:`as_committed`: the working files of another folder are other files, and a
+        config put in place of the committed one is not what the worktree holds."""
+        if not self.as_committed:
+            raise ValueError("in_worktree needs a project as loaded at a revision")
+        moved = Project(folder.resolve(), self.config, self.revision, self.environ,
+                        read=self.config)
         # both follow from the git directory, which the worktree shares
         moved.__dict__["_common_dir"] = self._common_dir
         moved.__dict__["state_dir"] = self.state_dir

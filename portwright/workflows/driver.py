@@ -161,9 +161,10 @@ def _run_project(project: Project, run_id: str, worktree: Path, base: str, *,
     (and this process's ``PORTWRIGHT_*`` overrides) when it starts, and the config it
     recorded then when it resumes — a resume from another process, without the command
     line's ``--model`` / ``--sandbox`` / ``--approve``, goes on as the run started."""
-    # the project was read at the run's base: the run's worktree, at the same commit, holds
-    # the same config, so it is not read and checked again
-    run_project = (project.in_worktree(worktree) if project.revision == base
+    # a project read at the run's base, its config as read: the run's worktree, at the same
+    # commit, holds the same config, so it is not read and checked again
+    run_project = (project.in_worktree(worktree)
+                   if project.revision == base and project.as_committed
                    else Project.load(worktree, at=base, environ=project.environ))
     manifest = RunStore(project.runs_dir, run_id).manifest() if resume else None
     if manifest is None:

@@ -4,6 +4,7 @@ commit shas, and a run's worktree's config, read at the commit its project was r
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,8 @@ def test_a_runs_worktree_project_is_its_projects_config(make_repo: type[GitRepo]
     assert moved == Project.load(folder, at=project.revision, environ=project.environ)
     with pytest.raises(ValueError, match="at a revision"):
         Project.load(repo.path).in_worktree(folder)
+    # a config put in place of the committed one is not what the worktree holds
+    other = replace(project, config=project.config.model_copy(update={"state_dir": None}))
+    assert not other.as_committed
+    with pytest.raises(ValueError, match="at a revision"):
+        other.in_worktree(folder)
