@@ -4,7 +4,8 @@
 every rules file, the effective config) into the run's folder in the state folder, and
 holds what the run's steps share: the :class:`~portwright.project.Project` (config and
 rules as committed at the run's start), the run store, the budget, the model client and a
-sandbox opened on first use and closed with the run. Graph nodes receive a
+sandbox opened on first use (or ahead of it, on a thread of its own:
+:meth:`RunContext.warm_sandbox`) and closed with the run. Graph nodes receive a
 :class:`RunContext` as LangGraph's runtime context; none of it goes into checkpointed
 state.
 """
@@ -14,10 +15,13 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -67,6 +71,7 @@ class RunContext:
     """Play the model from this cassette."""
     _stack: ExitStack = field(default_factory=ExitStack, repr=False)
     _sandbox: Sandbox | None = field(default=None, repr=False)
+    _opening: Future[Sandbox] | None = field(default=None, repr=False)
     _client: LLMClient | None = field(default=None, repr=False)
     _budget: RunBudget | None = field(default=None, repr=False)
 
@@ -75,25 +80,72 @@ class RunContext:
         return self.store.dir
 
     def sandbox(self) -> Sandbox:
-        """The run's sandbox, started on first use (it needs an engine or bubblewrap)."""
+        """The run's sandbox, started on first use (it needs an engine or bubblewrap), or
+        the one :meth:`warm_sandbox` started opening, once open (what stopped it opening is
+        raised here, as it would have been had it opened now)."""
         if self._sandbox is None:
-            from portwright.runs.keys import evidence_key_dir
-            from portwright.sandboxes import open_sandbox
-
-            try:
-                upstream: Path | None = self.project.upstream()
-            except RepositoryError:
-                upstream = None  # command gates can run without the upstream mounted
-            from portwright.sandboxes.envimage import EnvSource
-
-            source = EnvSource(self.project.root, self.project.revision or self.commit,
-                               self.project.state_dir)
-            sandbox = open_sandbox(self.project.config.sandbox, worktree=self.project.root,
-                                   run_id=self.run_id, log_dir=self.dir / "sandbox-logs",
-                                   key_dir=evidence_key_dir(), upstream=upstream,
-                                   allow_local=self.allow_local, source=source)
-            self._sandbox = self._stack.enter_context(sandbox)
+            if self._opening is not None:
+                opening, self._opening = self._opening, None
+                box = opening.result()
+                self._sandbox = box
+                self._stack.push(box.__exit__)
+            else:
+                self._sandbox = self._stack.enter_context(self._sandbox_opener()())
         return self._sandbox
+
+    def warm_sandbox(self) -> None:
+        """Start opening the run's sandbox on a thread of its own (the engine creating and
+        starting its container takes a few hundred milliseconds), so that the nodes before
+        the first that needs it run meanwhile; that node waits for it (:meth:`sandbox`).
+        The thread touches no state of the run's: what a sandbox is opened with (the
+        worktree, the upstream's path, the environment's source) is decided here. Opened
+        and never used: closed with the run; its error, if it could not open, is logged
+        and not raised (nothing needed it). Nothing when it is open or opening already."""
+        if self._sandbox is not None or self._opening is not None:
+            return
+        new_sandbox = self._sandbox_opener()
+        opening: Future[Sandbox] = Future()
+
+        def open_it() -> None:
+            try:
+                opening.set_result(new_sandbox().__enter__())
+            except BaseException as exc:  # raised again where it is used (sandbox())
+                opening.set_exception(exc)
+
+        logger.info("opening the sandbox of run %s ahead of its first use", self.run_id)
+        threading.Thread(target=open_it, name=f"sandbox-{self.run_id}", daemon=True).start()
+        self._opening = opening
+        self._stack.callback(self._close_unused)
+
+    def _close_unused(self) -> None:
+        """The sandbox :meth:`warm_sandbox` opened, if no node took it: closed (after it
+        opened: a container being created is removed once it exists)."""
+        opening, self._opening = self._opening, None
+        if opening is None:
+            return
+        try:
+            box = opening.result()
+        except Exception as exc:  # nothing used it: nothing failed
+            logger.info("the sandbox opened ahead of use could not open: %s", exc)
+            return
+        box.__exit__(None, None, None)
+
+    def _sandbox_opener(self) -> Callable[[], Sandbox]:
+        """What makes the run's sandbox (not yet opened; the engine asked which backend)."""
+        from portwright.runs.keys import evidence_key_dir
+        from portwright.sandboxes import open_sandbox
+        from portwright.sandboxes.envimage import EnvSource
+
+        try:
+            upstream: Path | None = self.project.upstream()
+        except RepositoryError:
+            upstream = None  # command gates can run without the upstream mounted
+        source = EnvSource(self.project.root, self.project.revision or self.commit,
+                           self.project.state_dir)
+        return partial(open_sandbox, self.project.config.sandbox, worktree=self.project.root,
+                       run_id=self.run_id, log_dir=self.dir / "sandbox-logs",
+                       key_dir=evidence_key_dir(), upstream=upstream,
+                       allow_local=self.allow_local, source=source)
 
     def client(self) -> LLMClient:
         """The model client ([model] of the config, or the cassette)."""

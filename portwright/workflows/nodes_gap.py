@@ -38,10 +38,21 @@ def _is_path(item: str) -> bool:
     return "/" in item or ("." in item and not item.replace(".", "").isidentifier())
 
 
+def _warm_sandbox(ctx: RunContext) -> None:
+    """Start opening the run's sandbox, which the tests' port needs first: it opens while
+    the row is read and the gap verified (:meth:`RunContext.warm_sandbox`). Not when the
+    policy stops every run at its spec for a person: the sandbox opens after that. A run
+    that ends before the port (its gap found closed, its row unusable) closes it unused."""
+    if ctx.project.config.approvals.spec != "always":
+        ctx.warm_sandbox()
+
+
 @node(Node.PREPARE)
 def prepare(state: CycleState, runtime: Runtime[RunContext]) -> Update:
-    """Find the row, its upstream names and spec, and the pin, in the run's worktree."""
+    """Find the row, its upstream names and spec, and the pin, in the run's worktree; the
+    run's sandbox starts opening meanwhile (:func:`_warm_sandbox`)."""
     ctx = runtime.context
+    _warm_sandbox(ctx)
     root, config = ctx.project.root, ctx.project.config
     row = find_row(root, config, state.row)
     symbols = [u.strip("`") for u in row.upstream if u.strip("`") and not _is_path(u)]
@@ -84,6 +95,7 @@ def verify_gap(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     history); the gap verifier judges it; the framework re-establishes every ref it cites."""
     ctx = runtime.context
     root, config = ctx.project.root, ctx.project.config
+    _warm_sandbox(ctx)  # a run resumed here: prepare did not run in this process
     upstream = ctx.project.upstream()
     found = row_evidence(upstream, root, state.symbols, state.pin, config)
     context = gap_verifier.context_from_evidence(
