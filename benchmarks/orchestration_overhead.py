@@ -25,6 +25,12 @@ It splits each run's wall time (from ``driver.start`` to its return) into:
   (worktree, snapshots of the tree before each gate, commits, diffs), evidence engines,
   prompts, spec, records.
 
+The sandbox opens on a thread of its own while the run's first nodes work on the host
+(``RunContext.warm_sandbox``): the overhead is the wall time spent in neither the sandbox
+nor the model (the union of their spans, not the sum of their lengths); host work done while
+the sandbox opens costs the run no wall time, and counts as none (the per-node overhead
+too: a node's time less its overlap with the sandbox's spans).
+
 Also reported per run: the subprocesses the framework started (git, by command) and their
 wall time, every checkpoint write's time (p50, p90; ``checkpoint_s`` adds the pending writes
 LangGraph saves after each node), the overhead per graph node, the
@@ -153,6 +159,19 @@ def _overlap(span: tuple[datetime, datetime], spans: list[tuple[datetime, dateti
     return sum(max(0.0, (min(b, y) - max(a, x)).total_seconds()) for x, y in spans)
 
 
+def _covered(spans: list[tuple[datetime, datetime]]) -> float:
+    """Seconds covered by at least one of ``spans`` (their union)."""
+    total, end = 0.0, None
+    for a, b in sorted(spans):
+        if end is None or a > end:
+            total += (b - a).total_seconds()
+            end = b
+        elif b > end:
+            total += (b - end).total_seconds()
+            end = b
+    return total
+
+
 def _per_node(timeline: list[dict[str, Any]], sandbox: Timed) -> dict[str, float]:
     """Overhead (wall minus sandbox) of each node of the run, summed over its visits."""
     out: dict[str, float] = collections.defaultdict(float)
@@ -230,9 +249,9 @@ def one_run(scratch: Path, number: int, *, warm: bool, root: Path = ROOT) -> dic
         wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     if result.status is not RunStatus.DONE:
         raise SystemExit(f"the run did not finish: {result.status}: {result.values['reason']}")
-    spent = sum(sandbox.seconds) + sum(model.seconds)
+    spent = _covered([*sandbox.spans, *model.spans])
     git = {k: v for k, v in processes.count.items() if k.startswith("git")}
-    return {"wall_s": round(wall, 3), "sandbox_s": round(sum(sandbox.seconds), 3),
+    return {"wall_s": round(wall, 3), "sandbox_s": round(_covered(sandbox.spans), 3),
             "model_s": round(sum(model.seconds), 4), "overhead_s": round(wall - spent, 3),
             "overhead_pct": round(100 * (wall - spent) / wall, 2),
             "process_cpu_s": round(cpu, 3), "imports_s": round(imports, 3),
