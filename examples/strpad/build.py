@@ -48,7 +48,8 @@ def _git(repo: Path, *args: str) -> str:
 
 def _commit(tree: Path, repo: Path, message: str, substitutions: dict[str, str]) -> str:
     """A new repository at ``repo`` holding the files of ``tree`` in one commit."""
-    shutil.copytree(tree, repo)
+    # what running the example's code or tests here leaves (bytecode) is not the example's
+    shutil.copytree(tree, repo, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for path in sorted(repo.rglob("*")):
         if path.is_file():
             text = path.read_text(encoding="utf-8")

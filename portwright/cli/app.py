@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -51,8 +52,44 @@ def _root(
                         handlers=[RichHandler(console=err_console, show_path=False)])
 
 
+TEMPORAL_BRIDGE = "temporalio.bridge.temporal_sdk_bridge"
+"""The Temporal SDK's native core. Its threads can outlive the event loop and take the GIL
+while the interpreter finalizes, which aborts the process (``Fatal Python error:
+PyGILState_Release``, SIGABRT: temporalio/sdk-python#300) after the command's work is done."""
+
+
 def main() -> None:
-    """Console-script entry point: turns portwright's errors into messages and exit codes.
+    """:func:`run_main`; a process that loaded :data:`TEMPORAL_BRIDGE` (``submit``,
+    ``schedule``, ``worker``…) then exits without finalizing the interpreter
+    (:func:`exit_now`): the command is over, its output flushed."""
+    try:
+        run_main()
+    except SystemExit as exc:
+        if TEMPORAL_BRIDGE in sys.modules:
+            exit_now(exc.code)
+        raise
+
+
+def exit_now(code: object) -> NoReturn:
+    """Exit with ``code`` as ``sys.exit`` would (None: 0; a text: printed, 1), logs and
+    standard streams flushed first, without finalizing the interpreter."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        # a closed pipe: nothing more can be said there
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
+
+
+def run_main() -> None:
+    """Turns portwright's errors into messages and exit codes.
 
     Exit codes: 0 ok, 1 a check failed or a run could not go on, 2 bad input (a
     :class:`~portwright.errors.UsageError`, an unknown option), 128+N stopped by signal N

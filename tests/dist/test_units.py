@@ -60,3 +60,35 @@ def test_overrides_are_validated_where_they_are_applied() -> None:
         apply_overrides(config, {"approvals.spec": "sometimes"})
     with pytest.raises(ConfigError, match=r"nothing\.key"):
         apply_overrides(config, {"nothing.key": "x"})
+
+
+_EXITING = '''
+import atexit, sys
+if sys.argv[1] == "bridge":
+    import temporalio.bridge.temporal_sdk_bridge  # what submit, schedule and worker load
+atexit.register(lambda: print("finalized", flush=True))
+sys.argv = ["portwright", *sys.argv[2:]]
+from portwright.cli import main
+main()
+'''
+
+
+@pytest.mark.parametrize(("argv", "code", "said"), [
+    (["--version"], 0, "portwright"),
+    (["schedule", "create", "--cron", "61 3 * * *", "run", "kv"], 2, "minute"),
+])
+def test_a_process_that_loaded_temporal_exits_without_finalizing(
+        tmp_path: Path, argv: list[str], code: int, said: str) -> None:
+    """The Temporal SDK's native threads can abort an interpreter that finalizes after a
+    client call (temporalio/sdk-python#300): a command that loaded it exits with its code
+    and its output, finalization skipped (no atexit handler runs); one that did not
+    finalizes as usual."""
+    import subprocess
+    import sys
+
+    for mode, finalized in (("bridge", False), ("plain", True)):
+        done = subprocess.run([sys.executable, "-c", _EXITING, mode, *argv], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == code, done.stdout + done.stderr
+        assert said in done.stdout + done.stderr
+        assert ("finalized" in done.stdout) is finalized, done.stdout
