@@ -71,7 +71,7 @@ from build_repos import build_repos  # noqa: E402
 from portwright.eval import runner  # noqa: E402
 from portwright.eval.results import Mode  # noqa: E402
 from portwright.eval.tasks import PortTask, load_suite  # noqa: E402
-from portwright.eval.validate import cache_path, validate  # noqa: E402
+from portwright.eval.validate import cache_path, seed_dir, store_dir, validate  # noqa: E402
 from portwright.eval.workspace import Workspace, commit_files, prepare  # noqa: E402
 from portwright.vcs import plumbing  # noqa: E402
 
@@ -172,7 +172,8 @@ def real_task(task: PortTask, repos: Path, out: Path) -> dict[str, Any]:
     if not record.valid:
         raise SystemExit(f"{task.id} is not valid: {record.reason}")
     began = time.perf_counter()
-    ws = prepare(task, repos, out / "runs" / "oracle" / task.slug)
+    ws = prepare(task, repos, out / "runs" / "oracle" / task.slug,  # as `eval run` does
+                 seeds=seed_dir(store_dir()))
     spent["setup"] = time.perf_counter() - began
     head = oracle_head(ws)
     began = time.perf_counter()

@@ -75,6 +75,7 @@ from portwright.eval.validate import (
     ValidationRecord,
     cache_path,
     record_path,
+    seed_dir,
     store_dir,
     validate,
 )
@@ -383,7 +384,7 @@ def _attempt(task: PortTask, options: RunOptions, record: ValidationRecord, star
     mode = Mode(options.mode)
     where = options.out / "runs" / mode.value / task.slug
     told({"event": "task_progress", "what": "preparing the workspace"})
-    ws = prepare(task, options.repos, where)
+    ws = prepare(task, options.repos, where, seeds=seed_dir(store_dir(options.environ)))
     environ = {**options.environ, STATE_ENV: str(where / "state")}
     if options.model:
         environ[variable("model.name")] = options.model

@@ -35,6 +35,11 @@ output folder, which stays self-contained, as if it had validated the task itsel
 logs of the sandboxes are not there). ``revalidate`` (``--revalidate``) observes the task
 again whatever is stored, and replaces the entry.
 
+The store also keeps the *seeds* of the workspaces' downstreams (:func:`seed_dir`,
+``eval/validation/_seeds/<parent>.git``): each parent's history fetched once, which every
+workspace of a task with that parent, validation's and the runs', copies instead of fetching
+it again (:mod:`portwright.eval.workspace`).
+
 The store is written by this host, but what is read from it is checked as any input: a
 record must parse as a :class:`ValidationRecord` (nothing more, nothing less) and hold the
 key it is filed under, its cache must be a folder (not a link); an entry that fails any of
@@ -148,6 +153,12 @@ def store_dir(environ: Mapping[str, str] | None = None) -> Path:
     base = Path(configured) if configured and Path(configured).is_absolute() \
         else default_state_home(env)
     return base / "eval" / "validation"
+
+
+def seed_dir(store: Path) -> Path:
+    """The seeds of the workspaces' downstreams (:func:`~portwright.eval.workspace.prepare`):
+    each parent's history, fetched once, in ``store`` (a name no task's slug can have)."""
+    return store / "_seeds"
 
 
 def stored_record_path(store: Path, task: PortTask, key: str) -> Path:
@@ -401,15 +412,15 @@ def validate(task: PortTask, repos: Path, out: Path, *, progress: Progress | Non
             progress(task.id, what)
 
     resolved = resolve(task, repos)
+    store = store_dir() if store is None else store
     say("preparing the workspace")
-    ws = prepare(task, repos, out / "work" / task.slug)
+    ws = prepare(task, repos, out / "work" / task.slug, seeds=seed_dir(store))
     say("the environment image")
     image = task_image(task, EnvSource(ws.downstream, ws.harness))
     key = validation_key(task, resolved, image)
     if not revalidate and (cached := _cached(record_path(out, task), key)) is not None:
         say("validated before (task, shas and image unchanged)")
         return cached
-    store = store_dir() if store is None else store
     with _entry_lock(store, task, key, say):
         if not revalidate and (stored := _stored(store, task, key)) is not None:
             _take(store, stored, out, task)

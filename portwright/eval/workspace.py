@@ -14,8 +14,16 @@ harness commit, made under a folder of the output and never in a clone a person 
 
 The downstream gets ``parent`` by a fetch of that one commit: the real porting commit (and
 anything else after ``parent``) is never in it, so no agent can read the answer. It has no
-remote. The harness commit is made with fixed identity and dates, so the same task gives the
-same sha; :func:`prepare` run again finds everything in place and changes nothing (a half
+remote. With a seeds folder (the validation store's, :func:`prepare`'s ``seeds``), that fetch
+is made once per ``parent``, into an empty repository of its own there (the *seed*,
+``<seeds>/<parent>.git``), and every workspace of that parent copies the seed's packs (copies,
+not links: nothing a workspace's sandboxes do reaches the seed) instead of fetching again and
+indexing what it received. A seed is used only when it is a folder, not a link, and the
+copy holds ``parent`` and not ``port``; otherwise the copied packs are removed and the parent
+fetched from the clone, as without seeds.
+
+The harness commit is made with fixed identity and dates, so the same task gives the same
+sha; :func:`prepare` run again finds everything in place and changes nothing (a half
 made clone from a crash is made again). Runs work in worktrees of the downstream
 (:func:`portwright.vcs.worktree.run_worktree`) from :attr:`Workspace.harness`.
 """
@@ -100,17 +108,91 @@ def _upstream(source: Path, dest: Path, pin: str) -> Path:
     return dest.resolve()
 
 
-def _downstream(source: Path, dest: Path, parent: str) -> Path:
+def _fetch(repo: Path, source: Path, parent: str, *config: str) -> None:
+    """``parent``'s history fetched from ``source`` into ``repo``: by its sha, which no ref
+    of the source may name (its upload-pack is told to serve it); only parent's history
+    comes, never a commit after it."""
+    plumbing.git(repo, "-c", "uploadpack.allowAnySHA1InWant=true", *config, "fetch",
+                 "--quiet", "--no-tags", "--no-write-fetch-head", str(source), parent)
+
+
+def _seed(source: Path, parent: str, seeds: Path) -> Path | None:
+    """The seed of ``parent`` in ``seeds``: a bare repository holding ``parent``'s history
+    alone (a ref names it), fetched from ``source`` into an empty repository when missing;
+    None when it cannot be made (a warning says why)."""
+    seed = seeds / f"{parent}.git"
+    if seed.is_symlink() or seed.exists():
+        return seed
+    temp: Path | None = None
+    try:
+        seeds.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix=f"{parent[:12]}.", suffix=".partial", dir=seeds))
+        plumbing.git(temp, "init", "--quiet", "--bare")
+        _fetch(temp, source, parent, "-c", "fetch.unpackLimit=1")  # kept as a pack, however small
+        plumbing.git(temp, "update-ref", "refs/seed", parent)
+        try:
+            temp.rename(seed)
+        except OSError:  # another process made it first
+            if not seed.is_dir():
+                raise
+        else:
+            temp = None
+    except (OSError, RepositoryError) as exc:
+        logger.warning("no seed of %s in %s (%s): the workspace fetches it", parent[:12],
+                       seeds, exc)
+        return None
+    finally:
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+    return seed
+
+
+_PACK_FILES = (".pack", ".idx", ".rev")
+
+
+def _seeded(source: Path, dest: Path, parent: str, port: str, seeds: Path) -> bool:
+    """``dest`` given ``parent``'s history by copies of its seed's packs (:func:`_seed`);
+    False, with nothing copied left behind, when there is no usable seed."""
+    seed = _seed(source, parent, seeds)
+    if seed is None:
+        return False
+    packs = seed / "objects" / "pack"
+    into = dest / ".git" / "objects" / "pack"
+    copied: list[Path] = []
+    problem = "it is a link, or no folder"
+    try:
+        if not seed.is_symlink() and seed.is_dir() and not packs.is_symlink():
+            for path in sorted(packs.iterdir()):
+                if (path.name.startswith("pack-") and path.suffix in _PACK_FILES
+                        and not path.is_symlink() and path.is_file()):
+                    target = into / path.name
+                    copied.append(target)
+                    shutil.copyfile(path, target)
+                    target.chmod(0o444)
+            problem = "it does not hold the parent"
+            if _has_commit(dest, parent):
+                problem = "it holds the port"
+                if not _has_commit(dest, port):
+                    return True
+    except OSError as exc:
+        problem = str(exc)
+    logger.warning("the seed %s is not used (%s): the workspace fetches the parent",
+                   seed, problem)
+    for target in copied:
+        target.unlink(missing_ok=True)
+    return False
+
+
+def _downstream(source: Path, dest: Path, parent: str, port: str,
+                seeds: Path | None) -> Path:
     if not (dest / ".git").is_dir():
         partial = _fresh(dest)
         partial.mkdir()
         plumbing.git(partial, "init", "--quiet", "-b", BRANCH)
         partial.rename(dest)
-    if not _has_commit(dest, parent):
-        # by its sha, which no ref of the source may name: its upload-pack is told to
-        # serve it; only parent's history comes, never a commit after it
-        plumbing.git(dest, "-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet",
-                     "--no-tags", "--no-write-fetch-head", str(source), parent)
+    if not _has_commit(dest, parent) and (
+            seeds is None or not _seeded(source, dest, parent, port, seeds)):
+        _fetch(dest, source, parent)
     return dest.resolve()
 
 
@@ -168,15 +250,17 @@ def _check_out(repo: Path, harness: str) -> None:
 
 
 def prepare(task: PortTask, repos: Path, where: Path, *,
-            model: Mapping[str, Any] | None = None) -> Workspace:
+            model: Mapping[str, Any] | None = None, seeds: Path | None = None) -> Workspace:
     """The workspace of ``task`` under ``where`` (made, or found in place), its
     repositories found in ``repos``; ``model`` (the ``[model]`` table) goes into the
-    harness's ``portwright.toml`` when given."""
+    harness's ``portwright.toml`` when given. With ``seeds``, the downstream copies the
+    parent's history from its seed there (made when missing) instead of fetching it."""
     resolved = resolve(task, repos)
     upstream = _upstream(resolved.upstream, where / "upstream" / _name(task.upstream.repo),
                          resolved.pin)
     downstream = _downstream(resolved.downstream,
-                             where / "downstream" / _name(task.downstream.repo), resolved.parent)
+                             where / "downstream" / _name(task.downstream.repo), resolved.parent,
+                             resolved.port, seeds)
     files = harness_files(
         task, lambda path: plumbing.show(downstream, resolved.parent, path),
         # relative (../../upstream/<name>): the same harness commit wherever the output is

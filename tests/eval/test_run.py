@@ -4,6 +4,7 @@ mistakes: each task scored by its hidden tests, results written, reruns resumed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -157,3 +158,36 @@ def test_a_task_without_model_calls_is_recorded_and_replayed(tmp_path: Path) -> 
     (again,) = replayed.results
     assert (again.failure, again.detail, again.hidden_failed) == (
         result.failure, result.detail, result.hidden_failed)
+
+
+def test_the_parents_history_is_fetched_once_for_validation_and_run(
+        tmp_path: Path, calc: tuple[Pair, Suite], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validation's workspace fetches the parent into the validation store's seed; the
+    run's workspace, and those of later runs in other output folders, copy it."""
+    from portwright.eval.validate import seed_dir, store_dir
+    from portwright.vcs import plumbing
+
+    pair, suite = calc
+    fetched: list[str] = []
+    real = plumbing.git
+
+    def counted(repo: Path, *args: str, **kwargs: Any) -> bytes:
+        if "fetch" in args:
+            fetched.append(args[-1])
+        return real(repo, *args, **kwargs)
+
+    monkeypatch.setattr(plumbing, "git", counted)
+    first = options(tmp_path, Mode.LOOP, cycle_plan(), ORACLE)
+    (result,) = run_suite(suite, first).results
+    assert result.resolved, result.detail
+    assert fetched.count(pair.parent) == 1
+    assert (seed_dir(store_dir()) / f"{pair.parent}.git").is_dir()
+    later = dataclasses.replace(options(tmp_path, Mode.LOOP, cycle_plan(), ORACLE),
+                                out=tmp_path / "later")
+    (again,) = run_suite(suite, later).results
+    assert again.resolved, again.detail
+    assert fetched.count(pair.parent) == 1
+    for out in (first.out, later.out):
+        for ws in (out / "work", out / "runs" / "loop"):
+            (downstream,) = ws.glob("*/downstream/*")
+            assert plumbing.run(downstream, "cat-file", "-e", pair.port).returncode != 0

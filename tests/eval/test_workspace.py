@@ -224,3 +224,79 @@ def test_the_harness_commit_is_the_same_wherever_the_output_is(pair: Pair,
     config = git(here.downstream, "show", f"{here.harness}:portwright.toml").stdout
     assert f'source = "../../upstream/{here.upstream.name}"' in config
     assert str(tmp_path) not in config
+
+
+def _fetches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The ``git fetch`` commands the workspace runs from now on (real git runs them)."""
+    from portwright.vcs import plumbing
+
+    seen: list[tuple[str, ...]] = []
+    real = plumbing.git
+
+    def counted(repo: Path, *args: str, **kwargs: object) -> bytes:
+        if "fetch" in args:
+            seen.append(args)
+        return real(repo, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plumbing, "git", counted)
+    return seen
+
+
+def test_a_seeded_workspace_copies_the_parents_history_fetched_once(
+        pair: Pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a seeds folder, the parent's history is fetched once, into a repository of its
+    own there; every workspace of that parent copies its packs (the index and the
+    connectivity check of a fetch are not redone) and is the same as a fetched one."""
+    task = load(tmp_path, task_toml(pair))
+    seeds = tmp_path / "seeds"
+    fetched = prepare(task, pair.repos, tmp_path / "fetched")
+    fetches = _fetches(monkeypatch)
+    first = prepare(task, pair.repos, tmp_path / "first", seeds=seeds)
+    assert len(fetches) == 1
+    second = prepare(task, pair.repos, tmp_path / "second", seeds=seeds)
+    assert len(fetches) == 1  # the seed's packs copied, nothing fetched
+    assert first.harness == second.harness == fetched.harness
+    for ws in (first, second):
+        assert git(ws.downstream, "rev-parse", "main", "main^").stdout.split() == [
+            ws.harness, pair.parent]
+        assert git(ws.downstream, "status", "--porcelain").stdout == ""
+        assert git(ws.downstream, "cat-file", "-e", pair.port, check=False).returncode != 0
+        assert git(ws.downstream, "remote").stdout == ""
+        assert not (ws.downstream / ".git" / "objects" / "info" / "alternates").exists()
+        assert git(ws.downstream, "fsck", "--no-dangling").returncode == 0
+        packs = sorted((ws.downstream / ".git" / "objects" / "pack").iterdir())
+        assert packs
+        assert all(p.stat().st_nlink == 1 for p in packs)  # copies, not links
+    assert [p.name for p in seeds.iterdir()] == [f"{pair.parent}.git"]
+
+
+def test_a_seed_that_holds_the_port_is_not_used(
+        pair: Pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seed is only the parent's history: one that holds the port commit (made or changed
+    by anything else) is left aside, and the parent fetched from the clone as without
+    seeds."""
+    task = load(tmp_path, task_toml(pair))
+    seeds = tmp_path / "seeds"
+    seed = seeds / f"{pair.parent}.git"
+    seed.mkdir(parents=True)
+    git(seed, "init", "-q", "--bare")
+    git(seed, "fetch", "-q", str(pair.downstream.path), f"{pair.port}:refs/heads/port")
+    fetches = _fetches(monkeypatch)
+    ws = prepare(task, pair.repos, tmp_path / "work", seeds=seeds)
+    assert len(fetches) == 1
+    assert git(ws.downstream, "cat-file", "-e", pair.port, check=False).returncode != 0
+    assert git(ws.downstream, "rev-parse", "main^").stdout.strip() == pair.parent
+    assert git(ws.downstream, "fsck", "--no-dangling").returncode == 0
+
+
+def test_a_seed_that_is_a_link_is_not_used(
+        pair: Pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = load(tmp_path, task_toml(pair))
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / f"{pair.parent}.git").symlink_to(pair.downstream.path / ".git")
+    fetches = _fetches(monkeypatch)
+    ws = prepare(task, pair.repos, tmp_path / "work", seeds=seeds)
+    assert len(fetches) == 1
+    assert git(ws.downstream, "cat-file", "-e", pair.port, check=False).returncode != 0
+    assert git(ws.downstream, "rev-parse", "main^").stdout.strip() == pair.parent
