@@ -35,6 +35,8 @@ OWN: dict[str, str] = {
     "PORTWRIGHT_REPO": "the downstream repository of a graph a LangGraph server drives "
                        "(`langgraph dev`)",
     "PORTWRIGHT_REPLAY": "the cassette such a graph plays the model from",
+    "PORTWRIGHT_REAL_REPOS": "the folder of real repositories' clones (`<owner>/<name>`) the "
+                             "benchmarks and the real-port tests read",
 }
 """Variables portwright reads itself, with what each means."""
 

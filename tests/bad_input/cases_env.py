@@ -44,4 +44,6 @@ CASES = [
     env("env-ok-test-var", ("rows",), "PORTWRIGHT_TEST_ANYTHING", "1", expect=0, says=()),
     env("env-ok-home", ("rows",), "PORTWRIGHT_HOME", "/tmp", expect=0, says=()),
     env("env-ok-require-engine", ("rows",), "PORTWRIGHT_REQUIRE_ENGINE", "1", expect=0, says=()),
+    # the clones of real repositories the benchmarks read (README: `export` it in a shell)
+    env("env-ok-real-repos", ("rows",), "PORTWRIGHT_REAL_REPOS", "/srv/real", expect=0, says=()),
 ]
