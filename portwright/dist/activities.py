@@ -62,14 +62,15 @@ def _run_project(root: str, run_id: str, base: str,
 
 @contextmanager
 def run_context(ref: RunRef) -> Iterator[RunContext]:
-    """The run's context on this worker, for one node."""
+    """The run's context on this worker, for one node: its sandbox opens when the node
+    needs it, never ahead (it closes with the node)."""
     from portwright.agents.offline import ReplayModel
 
     project, run_project = _run_project(ref.root, ref.run_id, ref.base, ref.overrides)
     client = ReplayModel(Path(ref.replay), seek=True) if ref.replay else None
     with _lock(project.run_dir(ref.run_id)), \
             open_run(run_project, ref.command, run_id=ref.run_id, allow_local=ref.allow_local,
-                     resume=True, client=client) as ctx:
+                     resume=True, client=client, open_ahead=False) as ctx:
         yield ctx
 
 

@@ -69,6 +69,10 @@ class RunContext:
     """Record every model call into this cassette."""
     replay: Path | None = None
     """Play the model from this cassette."""
+    open_ahead: bool = True
+    """Whether :meth:`warm_sandbox` opens the sandbox ahead of use: a context that spans the
+    run's nodes (the in-process driver). Not one opened for a single node (a Temporal
+    activity), which would close it unused when the node ends."""
     _stack: ExitStack = field(default_factory=ExitStack, repr=False)
     _sandbox: Sandbox | None = field(default=None, repr=False)
     _opening: Future[Sandbox] | None = field(default=None, repr=False)
@@ -100,8 +104,9 @@ class RunContext:
         The thread touches no state of the run's: what a sandbox is opened with (the
         worktree, the upstream's path, the environment's source) is decided here. Opened
         and never used: closed with the run; its error, if it could not open, is logged
-        and not raised (nothing needed it). Nothing when it is open or opening already."""
-        if self._sandbox is not None or self._opening is not None:
+        and not raised (nothing needed it). Nothing when it is open or opening already, or
+        when the context lives for one node only (:attr:`open_ahead`)."""
+        if not self.open_ahead or self._sandbox is not None or self._opening is not None:
             return
         new_sandbox = self._sandbox_opener()
         opening: Future[Sandbox] = Future()
@@ -212,11 +217,13 @@ def open_run(
     replay: Path | None = None,
     resume: bool = False,
     client: LLMClient | None = None,
+    open_ahead: bool = True,
 ) -> Iterator[RunContext]:
     """Open a run of ``command`` on ``project``: write its manifest (kept as it was when
     ``resume`` continues a run), yield its context, and close what it opened (sandbox,
-    client) however it ends. A run stopped by Ctrl-C leaves an ``interrupted`` mark in its
-    folder."""
+    client) however it ends; ``open_ahead=False`` for a context of one node
+    (:attr:`RunContext.open_ahead`). A run stopped by Ctrl-C leaves an ``interrupted`` mark
+    in its folder."""
     run_id = run_id or new_run_id(prefix)
     store = project.store(run_id)
     rules = project.rules()
@@ -232,7 +239,7 @@ def open_run(
         _reap_dead_sandboxes(run_id)
     context = RunContext(project=project, run_id=run_id, store=store, rules=rules,
                          commit=commit, allow_local=allow_local, record=record, replay=replay,
-                         _client=client)
+                         open_ahead=open_ahead, _client=client)
     with context._stack:
         try:
             yield context

@@ -114,3 +114,28 @@ def test_a_run_that_waits_for_the_spec_opens_no_sandbox_before(
     assert result.status is RunStatus.WAITING, result.values["reason"]
     assert not any(AHEAD in r.getMessage() for r in caplog.records)
     assert _containers("warm-wait") == []
+
+
+def test_a_context_of_one_node_opens_nothing_ahead(make_repo: Callable[[str], GitRepo],
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """A Temporal activity opens the run's context for one node and closes it when the node
+    ends: a sandbox opened ahead there would be closed unused by every node that asks."""
+    pytest.importorskip("temporalio")
+    from portwright.dist.activities import run_context
+    from portwright.dist.models import RunRef
+
+    world = build_world(make_repo)
+    ref = RunRef(root=str(world.repo), run_id="one-node", base=world.downstream.head(),
+                 command="run kv-cache")
+    with caplog.at_level(logging.INFO, logger="portwright.workflows.context"):
+        with run_context(ref) as ctx:
+            ctx.warm_sandbox()
+            assert not ctx.open_ahead
+            assert _containers("one-node") == []
+        with open_run(Project.load(world.repo, at="HEAD"), "test", run_id="one-node-2",
+                      open_ahead=False) as ctx:
+            ctx.warm_sandbox()
+            assert _containers("one-node-2") == []
+            assert ctx.sandbox().exec(["true"]).ok  # opened on use, as before
+    assert not any(AHEAD in r.getMessage() for r in caplog.records)
+    assert _containers("one-node") == _containers("one-node-2") == []
