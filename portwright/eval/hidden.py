@@ -179,10 +179,14 @@ cache has no room for them)."""
 
 def cache_env(cache: BuildCache, tree: Path) -> dict[str, str]:
     """The variables that make CMake compile through ``ccache`` into ``cache``, with paths
-    under ``tree`` hashed as relative ones (a tree elsewhere hits the same entries)."""
+    under ``tree`` hashed as relative ones (a tree elsewhere hits the same entries), and
+    the working folder left out of the hash of a compile with debug information (``-g``,
+    a Debug or RelWithDebInfo build; ``hash_dir``): else such a build in a tree elsewhere
+    would hit nothing. An object taken from the cache then names the parent's tree in its
+    debug information, which no test reads."""
     env = {"CCACHE_DIR": str(cache.path.resolve()), "CCACHE_BASEDIR": str(tree.resolve()),
-           "CCACHE_TEMPDIR": CCACHE_TEMP, "CMAKE_C_COMPILER_LAUNCHER": "ccache",
-           "CMAKE_CXX_COMPILER_LAUNCHER": "ccache"}
+           "CCACHE_NOHASHDIR": "1", "CCACHE_TEMPDIR": CCACHE_TEMP,
+           "CMAKE_C_COMPILER_LAUNCHER": "ccache", "CMAKE_CXX_COMPILER_LAUNCHER": "ccache"}
     if not cache.writable:
         env["CCACHE_READONLY"] = "1"
     return env
