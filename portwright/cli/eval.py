@@ -25,9 +25,10 @@ from portwright.cli.common import console, emit_json, err_console
 if TYPE_CHECKING:
     from portwright.eval.validate import ValidationRecord
 
-eval_app = typer.Typer(help="Port tasks: mine, validate, run, compare.", no_args_is_help=True)
+eval_app = typer.Typer(help="Port tasks: mine, validate, run, compare; prune the validation store.",
+                       no_args_is_help=True)
 
-PARTS: tuple[str, ...] = ("eval_mine", "eval_run", "eval_report")
+PARTS: tuple[str, ...] = ("eval_mine", "eval_run", "eval_report", "eval_prune")
 """Modules of ``portwright.cli`` that add ``eval`` commands (``register(eval_app)``)."""
 
 DEFAULT_OUT = Path("portwright-eval")

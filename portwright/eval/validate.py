@@ -38,7 +38,8 @@ again whatever is stored, and replaces the entry.
 The store also keeps the *seeds* of the workspaces' downstreams (:func:`seed_dir`,
 ``eval/validation/_seeds/<parent>.git``): each parent's history fetched once, which every
 workspace of a task with that parent, validation's and the runs', copies instead of fetching
-it again (:mod:`portwright.eval.workspace`).
+it again (:mod:`portwright.eval.workspace`). Taking an entry or a seed marks it used; ``eval
+prune`` (:mod:`portwright.eval.store`) removes those unused for a while.
 
 The store is written by this host, but what is read from it is checked as any input: a
 record must parse as a :class:`ValidationRecord` (nothing more, nothing less) and hold the
@@ -79,6 +80,7 @@ from portwright.eval.hidden import (
     test_sandbox,
 )
 from portwright.eval.repos import ResolvedTask, resolve
+from portwright.eval.store import SEEDS, touch
 from portwright.eval.tasks import PortTask
 from portwright.eval.workspace import Workspace, prepare
 from portwright.sandboxes.envimage import EnvSource
@@ -158,7 +160,7 @@ def store_dir(environ: Mapping[str, str] | None = None) -> Path:
 def seed_dir(store: Path) -> Path:
     """The seeds of the workspaces' downstreams (:func:`~portwright.eval.workspace.prepare`):
     each parent's history, fetched once, in ``store`` (a name no task's slug can have)."""
-    return store / "_seeds"
+    return store / SEEDS
 
 
 def stored_record_path(store: Path, task: PortTask, key: str) -> Path:
@@ -423,6 +425,7 @@ def validate(task: PortTask, repos: Path, out: Path, *, progress: Progress | Non
         return cached
     with _entry_lock(store, task, key, say):
         if not revalidate and (stored := _stored(store, task, key)) is not None:
+            touch(stored_record_path(store, task, key))  # used: `eval prune` keeps it
             _take(store, stored, out, task)
             say("validated before (reused from the validation store)")
             return stored

@@ -42,6 +42,7 @@ from typing import Any
 from portwright.errors import RepositoryError
 from portwright.eval.harness import change_names, harness_files, row_id
 from portwright.eval.repos import ResolvedTask, resolve
+from portwright.eval.store import touch
 from portwright.eval.tasks import PortTask
 from portwright.vcs import plumbing
 
@@ -173,6 +174,7 @@ def _seeded(source: Path, dest: Path, parent: str, port: str, seeds: Path) -> bo
             if _has_commit(dest, parent):
                 problem = "it holds the port"
                 if not _has_commit(dest, port):
+                    touch(seed)  # used: `eval prune` keeps it
                     return True
     except OSError as exc:
         problem = str(exc)

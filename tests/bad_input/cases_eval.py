@@ -347,7 +347,14 @@ SUITES = [
 
 # -- options ------------------------------------------------------------------------------
 
+PRUNE = ("eval", "prune", "--older-than")
+
 OPTIONS = [
+    case("eval-prune-age-no-unit", (*PRUNE, "30"), _pair, says=("--older-than", "30d")),
+    case("eval-prune-age-negative", (*PRUNE, "-1d"), _pair, says=("--older-than", "30d")),
+    case("eval-prune-age-words", (*PRUNE, "30 days"), _pair, says=("--older-than", "30d")),
+    case("eval-prune-age-unit-unknown", (*PRUNE, "2y"), _pair, says=("--older-than", "30d")),
+    case("eval-prune-ok", (*PRUNE, "0", "--dry-run"), _pair, expect=0, says=("remove",)),
     case("eval-jobs-zero", (*VALIDATE, "--jobs", "0"), _pair, says=("--jobs",)),
     case("eval-jobs-negative", (*RUN, "--jobs", "-3"), _pair, says=("--jobs",)),
     case("eval-jobs-not-number", (*RUN, "-j", "many"), _pair, says=("--jobs",)),
