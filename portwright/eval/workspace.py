@@ -216,13 +216,18 @@ def _git_env(repo: Path, env: Mapping[str, str], *args: str, stdin: bytes | None
     return done.stdout.decode().strip()
 
 
-def commit_files(repo: Path, parent: str, files: Mapping[str, bytes], message: str) -> str:
-    """A commit of ``files`` (path → bytes) over ``parent``'s tree, made through a private
-    index (the work tree is not touched), with fixed identity and dates: its sha."""
+def commit_files(repo: Path, parent: str, files: Mapping[str, bytes | None],
+                 message: str) -> str:
+    """A commit of ``files`` (path → bytes, or None to remove the path) over ``parent``'s
+    tree, made through a private index (the work tree is not touched), with fixed identity
+    and dates: its sha."""
     with tempfile.TemporaryDirectory(prefix="portwright-harness-") as folder:
         env = {"GIT_INDEX_FILE": str(Path(folder) / "index"), **_dates(repo, parent)}
         _git_env(repo, env, "read-tree", parent)
         for path, data in sorted(files.items()):
+            if data is None:
+                _git_env(repo, env, "update-index", "--force-remove", "--", path)
+                continue
             blob = _git_env(repo, env, "hash-object", "-w", "--stdin", stdin=data)
             _git_env(repo, env, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
         tree = _git_env(repo, env, "write-tree")

@@ -14,7 +14,7 @@ from portwright.eval import harness
 from portwright.eval.harness import SUITE_ID
 from portwright.eval.repos import REPOS_ENV, repos_root, resolve
 from portwright.eval.tasks import PortTask, load_suite
-from portwright.eval.workspace import prepare
+from portwright.eval.workspace import commit_files, prepare
 from portwright.gates.testids import from_output
 from portwright.parity.matrix import load_rows
 from portwright.parity.pin import read_pin
@@ -78,6 +78,20 @@ def test_the_port_commit_is_never_in_the_workspace(pair: Pair, tmp_path: Path) -
     assert not (ws.downstream / ".git" / "objects" / "info" / "alternates").exists()
     assert not (ws.downstream / ".git" / "FETCH_HEAD").exists()
     assert not (ws.downstream / "tests" / "test_sub.py").exists()
+
+
+def test_commit_files_writes_and_removes_paths_without_the_work_tree(
+        pair: Pair, tmp_path: Path) -> None:
+    ws = prepare(load(tmp_path, task_toml(pair)), pair.repos, tmp_path / "work")
+    head = git(ws.downstream, "rev-parse", "HEAD").stdout.strip()
+    listed = git(ws.downstream, "ls-tree", "-r", "--name-only", head).stdout.split()
+    gone = listed[0]
+    made = commit_files(ws.downstream, head, {"new/file.txt": b"x\n", gone: None}, "m\n")
+    after = git(ws.downstream, "ls-tree", "-r", "--name-only", made).stdout.split()
+    assert sorted(after) == sorted([*(p for p in listed if p != gone), "new/file.txt"])
+    assert git(ws.downstream, "show", f"{made}:new/file.txt").stdout == "x\n"
+    assert git(ws.downstream, "rev-parse", "HEAD").stdout.strip() == head
+    assert (ws.downstream / gone).exists()  # the work tree is not touched
 
 
 def test_a_rerun_changes_nothing(pair: Pair, tmp_path: Path) -> None:
