@@ -57,7 +57,7 @@ def diagnose(repo: Path) -> list[Check]:
         return checks
     checks.append(Check("config", "ok", f"{repo / 'portwright.toml'} is valid"))
     probes: list[Callable[[Path, PortwrightConfig], Check | list[Check]]] = [
-        _rules, _upstream, _pin, _sandbox, _model, _pr]
+        _rules, _upstream, _pin, _evidence, _sandbox, _model, _pr]
     for probe in probes:
         try:
             found = probe(repo, config)
@@ -104,6 +104,16 @@ def _pin(repo: Path, config: PortwrightConfig) -> Check:
     pin = read_pin(repo, config)
     sha = resolve_pin(repo, config, Project(repo, config).upstream())
     return Check("pin", "ok", f"{config.pin.file}: {pin} → {sha[:12]} resolves upstream")
+
+
+def _evidence(repo: Path, config: PortwrightConfig) -> Check:
+    """The evidence key every run signs its records with: made on first use, and private
+    to this user (a folder or file others can reach fails, with the ``chmod`` that fixes
+    it: a run would stop on it at its first node)."""
+    from portwright.runs.keys import evidence_key, evidence_key_path
+
+    evidence_key()
+    return Check("evidence", "ok", f"key {evidence_key_path()}, private to this user")
 
 
 def _sandbox(repo: Path, config: PortwrightConfig) -> list[Check]:

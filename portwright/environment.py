@@ -116,3 +116,36 @@ def default_state_home(environ: Mapping[str, str] | None = None) -> Path:
     xdg = env.get("XDG_STATE_HOME", "").strip()
     base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
     return base / "portwright"
+
+
+def state_home(environ: Mapping[str, str] | None = None) -> Path:
+    """The state folder of a command that has no project's config to read (the validation
+    store, the image logs, ``sandbox exec`` outside a repository): ``$PORTWRIGHT_STATE_DIR``
+    when absolute, else :func:`default_state_home`."""
+    env = os.environ if environ is None else environ
+    configured = env.get(STATE_ENV, "").strip()
+    if configured and Path(configured).is_absolute():
+        return Path(configured)
+    return default_state_home(env)
+
+
+def private_folder(folder: Path) -> Path:
+    """``folder``, made when missing with each missing folder above it at mode ``0700``
+    whatever the umask (what XDG asks of the folders it names); a folder that exists is
+    left as it is. Every folder of portwright's state is made through this: the evidence
+    key refuses a folder others can reach, and its folder is the state folder's root, so a
+    root some other command made at the umask's ``0755`` would stop every later run."""
+    missing: list[Path] = []
+    here = folder
+    while not here.is_dir() and here.parent != here:
+        missing.append(here)
+        here = here.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            if path.is_dir():  # made meanwhile by another process: left as it is
+                continue
+            raise
+        path.chmod(0o700)  # mkdir's mode is masked by the umask
+    return folder

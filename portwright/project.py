@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from portwright.config import CONFIG_FILE, PortwrightConfig, load_config, parse_config
 from portwright.environment import STATE_ENV as STATE_ENV  # re-exported
-from portwright.environment import default_state_home as default_state_home  # re-exported
+from portwright.environment import default_state_home, private_folder
 from portwright.errors import ConfigError, RepositoryError, UsageError
 from portwright.vcs import plumbing
 from portwright.vcs.upstream import clone_or_fetch, is_url
@@ -148,8 +148,7 @@ class Project:
         name = main.parent.name if main.name == ".git" else main.name.removesuffix(".git")
         digest = hashlib.sha256(str(main.resolve()).encode()).hexdigest()[:12]
         folder = base / "projects" / f"{_SLUG.sub('_', name).strip('_') or 'repo'}-{digest}"
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return folder
+        return private_folder(folder)
 
     @cached_property
     def _common_dir(self) -> Path:

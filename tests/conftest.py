@@ -79,10 +79,12 @@ def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True, scope="session")
 def _state_outside_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Run state of every test (and every portwright process it starts) goes to a
-    throwaway folder, never the real home's."""
+    throwaway folder, never the real home's: ``PORTWRIGHT_STATE_DIR`` for what reads the
+    environment's config, ``XDG_STATE_HOME`` for a project built from a config object."""
     with pytest.MonkeyPatch.context() as patch:
         path = tmp_path_factory.mktemp("state")
         patch.setenv("PORTWRIGHT_STATE_DIR", str(path))
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
         yield path
 
 

@@ -55,8 +55,8 @@ def init(
 def doctor(
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Check git, config, rules, upstream, pin, sandbox (its image, the environment image,
-    GPUs) and model; each with its fix."""
+    """Check git, config, rules, upstream, pin, the evidence key, sandbox (its image, the
+    environment image, GPUs), model and pull requests; each with its fix."""
     from portwright.doctor import diagnose
 
     checks = diagnose(repo_path())

@@ -27,14 +27,15 @@ def register(app: typer.Typer) -> None:
 
 def _settings() -> tuple[SandboxConfig, Path]:
     """The repo's ``[sandbox]`` config as committed at HEAD (defaults without a
-    portwright.toml) and the state folder."""
-    from portwright.project import default_state_home
+    portwright.toml) and the state folder (outside a project: ``$PORTWRIGHT_STATE_DIR``,
+    else the user's, made private when missing)."""
+    from portwright.environment import private_folder, state_home
 
     repo = STATE.repo
     if (repo / CONFIG_FILE).is_file():
         proj = project(committed=True)
         return proj.config.sandbox, proj.state_dir
-    return SandboxConfig(), default_state_home()
+    return SandboxConfig(), private_folder(state_home())
 
 
 def _check_timeout(seconds: float) -> None:

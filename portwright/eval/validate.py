@@ -68,7 +68,7 @@ from filelock import FileLock
 from filelock import Timeout as LockTimeout
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from portwright.environment import STATE_ENV, default_state_home
+from portwright.environment import STATE_ENV, private_folder, state_home
 from portwright.errors import UsageError
 from portwright.eval.hidden import (
     BuildCache,
@@ -150,11 +150,7 @@ def cache_path(out: Path, task: PortTask) -> Path:
 def store_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The validation store (module docstring): ``eval/validation`` of the state folder
     that ``environ`` (default: this process's) names."""
-    env = os.environ if environ is None else environ
-    configured = env.get(STATE_ENV, "").strip()
-    base = Path(configured) if configured and Path(configured).is_absolute() \
-        else default_state_home(env)
-    return base / "eval" / "validation"
+    return state_home(environ) / "eval" / "validation"
 
 
 def seed_dir(store: Path) -> Path:
@@ -222,7 +218,7 @@ def _entry_lock(store: Path, task: PortTask, key: str,
     """Hold the store's lock of ``task`` under ``key`` (the folder made when missing)."""
     path = stored_record_path(store, task, key).with_suffix(".lock")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
     except OSError as exc:
         raise UsageError(f"cannot make the validation store's folder: {exc.strerror or exc}",
                          file=path.parent, key=STATE_ENV,

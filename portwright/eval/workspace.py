@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from portwright.environment import private_folder
 from portwright.errors import RepositoryError
 from portwright.eval.harness import change_names, harness_files, row_id
 from portwright.eval.repos import ResolvedTask, resolve
@@ -126,7 +127,7 @@ def _seed(source: Path, parent: str, seeds: Path) -> Path | None:
         return seed
     temp: Path | None = None
     try:
-        seeds.mkdir(parents=True, exist_ok=True)
+        private_folder(seeds)
         temp = Path(tempfile.mkdtemp(prefix=f"{parent[:12]}.", suffix=".partial", dir=seeds))
         plumbing.git(temp, "init", "--quiet", "--bare")
         _fetch(temp, source, parent, "-c", "fetch.unpackLimit=1")  # kept as a pack, however small

@@ -24,6 +24,7 @@ import docker
 from docker.errors import ImageNotFound
 from docker.models.images import Image
 
+from portwright.environment import private_folder
 from portwright.errors import SandboxError
 
 logger = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def image_lock(tag: str, *, timeout: float = LOCK_TIMEOUT,
 
     path = lock_path(tag)
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_folder(path.parent)
     except OSError as exc:
         raise SandboxError(f"cannot make the folder of the image build locks {path.parent}: "
                            f"{exc.strerror or exc}",

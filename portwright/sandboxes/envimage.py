@@ -52,7 +52,7 @@ from docker.errors import APIError, BuildError, ImageNotFound
 from portwright import globs
 from portwright.config import CONFIG_FILE, SandboxConfig
 from portwright.config_errors import locate_key
-from portwright.environment import STATE_ENV, default_state_home
+from portwright.environment import private_folder, state_home
 from portwright.errors import ConfigError, ImageMissing, RepositoryError
 from portwright.sandboxes.buildlock import build_once, image_exists
 from portwright.sandboxes.engine import missing_image_fix
@@ -89,16 +89,13 @@ class EnvSource:
     revision: str = "HEAD"
     """The commit whose files the image is built from."""
     state_dir: Path | None = None
-    """The project's state folder: build locks and logs go to ``images/`` in it. None:
-    ``$PORTWRIGHT_STATE_DIR``, else the user's default state folder."""
+    """The project's state folder: build logs go to ``images/`` in it. None:
+    ``$PORTWRIGHT_STATE_DIR``, else the user's default state folder
+    (:func:`~portwright.environment.state_home`)."""
 
     def images_dir(self) -> Path:
-        if self.state_dir is not None:
-            return self.state_dir / "images"
-        configured = os.environ.get(STATE_ENV, "").strip()
-        base = Path(configured) if configured and Path(configured).is_absolute() \
-            else default_state_home()
-        return base / "images"
+        """``images/`` of the state folder, made (private) when missing."""
+        return private_folder((self.state_dir or state_home()) / "images")
 
 
 @dataclass(frozen=True)
@@ -409,7 +406,6 @@ def ensure_env_image(config: SandboxConfig, source: EnvSource,
         started = time.monotonic()
 
         def build() -> None:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
             logger.info("building the environment image %s (log: %s)", spec.tag, log_path)
             builder = docker_client(timeout=BUILD_TIMEOUT)
             try:

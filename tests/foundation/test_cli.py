@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from portwright.runs.keys import ENV_VAR as KEY_ENV
 from tests.conftest import GitRepo, docker_engine_running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,12 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def portwright(repo: Path, *args: str,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command as a new user runs it, whose home folder is ``repo`` (state and all);
+    the evidence key is the session's, as a home that is a repository cannot hold one."""
+    base = {"PATH": "/usr/bin:/bin", "COLUMNS": "120", "HOME": str(repo),
+            "PYTHONPATH": str(ROOT), KEY_ENV: os.environ[KEY_ENV]}
     return subprocess.run([sys.executable, "-m", "portwright", "-C", str(repo), *args],
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
-                                                               "COLUMNS": "120",
-                                                               "HOME": str(repo),
-                                                               "PYTHONPATH": str(ROOT),
-                                                               **(env or {})})
+                          capture_output=True, text=True, env={**base, **(env or {})})
 
 
 def test_version() -> None:
