@@ -15,6 +15,7 @@ An unknown name (``PORTWRIGHT_SNADBOX__MEMORY``, a typo in the section) is a
 
 from __future__ import annotations
 
+import errno
 import os
 import tomllib
 from collections.abc import Collection, Mapping
@@ -146,6 +147,7 @@ def private_folder(folder: Path) -> Path:
         except FileExistsError:
             if path.is_dir():  # made meanwhile by another process: left as it is
                 continue
-            raise
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR),
+                                     str(path)) from None
         path.chmod(0o700)  # mkdir's mode is masked by the umask
     return folder

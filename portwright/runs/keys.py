@@ -32,6 +32,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from portwright.environment import default_state_home, private_folder
 from portwright.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -59,10 +60,7 @@ def evidence_key_path() -> Path:
                                    key=ENV_VAR, fix="point it at a file outside any "
                                    "repository, e.g. ~/.local/state/portwright/evidence.key")
         return path
-    state = os.environ.get("XDG_STATE_HOME", "").strip()
-    base = Path(state) if state and Path(state).is_absolute() else (
-        Path.home() / ".local" / "state")
-    return base / "portwright" / "evidence.key"
+    return default_state_home() / "evidence.key"
 
 
 def _fix() -> str:
@@ -96,10 +94,7 @@ def evidence_key_dir() -> Path:
     folder = path.parent
     if not folder.is_dir():
         try:
-            folder.mkdir(mode=0o700, parents=True)
-            folder.chmod(0o700)  # mkdir's mode is masked by the umask
-        except FileExistsError:
-            pass  # created meanwhile by another process: checked below
+            private_folder(folder)  # 0700 with its missing parents, whatever the umask
         except OSError as exc:
             raise EvidenceKeyError(f"cannot create the evidence key's folder: {exc.strerror}",
                                    file=folder, fix=_fix()) from exc

@@ -62,6 +62,9 @@ def test_private_folder_makes_each_missing_folder_0700_and_leaves_existing_ones(
     assert mode(tmp_path / "a" / "b") == 0o700
     assert mode(tmp_path / "a" / "b" / "c") == 0o700
     assert private_folder(made) == made  # there already: nothing to do
+    (tmp_path / "file").write_text("x\n")
+    with pytest.raises(NotADirectoryError):
+        private_folder(tmp_path / "file" / "d")
 
 
 def test_a_project_state_folder_made_first_leaves_room_for_the_evidence_key(
