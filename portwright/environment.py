@@ -133,9 +133,11 @@ def state_home(environ: Mapping[str, str] | None = None) -> Path:
 def private_folder(folder: Path) -> Path:
     """``folder``, made when missing with each missing folder above it at mode ``0700``
     whatever the umask (what XDG asks of the folders it names); a folder that exists is
-    left as it is. Every folder of portwright's state is made through this: the evidence
-    key refuses a folder others can reach, and its folder is the state folder's root, so a
-    root some other command made at the umask's ``0755`` would stop every later run."""
+    left as it is. Each folder that can be the first of portwright's state on a machine
+    (a project's, the image logs', the validation store's, the evidence key's) is made
+    through this: the evidence key refuses a folder others can reach, and its folder is the
+    state folder's root, so a root some other command made at the umask's ``0755`` would
+    stop every later run. Folders below those may be made with a plain ``mkdir``."""
     missing: list[Path] = []
     here = folder
     while not here.is_dir() and here.parent != here:

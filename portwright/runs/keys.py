@@ -92,12 +92,11 @@ def evidence_key_dir() -> Path:
     path = evidence_key_path()
     _refuse_inside_repository(path)
     folder = path.parent
-    if not folder.is_dir():
-        try:
-            private_folder(folder)  # 0700 with its missing parents, whatever the umask
-        except OSError as exc:
-            raise EvidenceKeyError(f"cannot create the evidence key's folder: {exc.strerror}",
-                                   file=folder, fix=_fix()) from exc
+    try:
+        private_folder(folder)  # when missing: 0700 with its missing parents, whatever the umask
+    except OSError as exc:
+        raise EvidenceKeyError(f"cannot create the evidence key's folder: {exc.strerror}",
+                               file=folder, fix=_fix()) from exc
     try:
         st = folder.stat()
     except OSError as exc:
