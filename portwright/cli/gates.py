@@ -63,14 +63,15 @@ def gates_run(
         "is usable (not isolation).")] = False,
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Run the gates that guard a phase; commands run in the sandbox, results are recorded
-    as evidence in the run's folder in the state folder. The gates and the config are those
-    committed at HEAD."""
+    """Run the gates that guard a phase on a clean export of HEAD (its committed files
+    only); commands run in a fresh sandbox, results are recorded as evidence in the run's
+    folder in the state folder. The gates and the config are those committed at HEAD."""
     from portwright.errors import RulesError
-    from portwright.gates import run_gates
     from portwright.gates._diff import default_base, name_status
     from portwright.rules import BuiltinCheck, Phase
+    from portwright.vcs import plumbing
     from portwright.workflows import open_run
+    from portwright.workflows.steps import judge
 
     try:
         chosen = Phase(phase)
@@ -84,17 +85,21 @@ def gates_run(
     if base is not None:
         revision(proj.root, base, "--base")
     start = default_base(proj.root, base)
+    commit = plumbing.rev_parse(proj.root, proj.revision or "HEAD")
+    _, dirty = plumbing.status(proj.root)
+    if dirty and not json:
+        err_console.print("note: the gates judge HEAD as committed; uncommitted changes in "
+                          "the checkout are not judged (commit them first)", markup=False)
     with open_run(proj, f"gates run --phase {chosen.value}", run_id=run_id, prefix="gates",
-                  allow_local=allow_local) as run:
-        changed = [c.path for c in name_status(proj.root, start)]
+                  allow_local=allow_local, open_ahead=False) as run:
+        changed = [c.path for c in name_status(proj.root, start, commit)]
         selected = run.rules.gates_for(chosen, changed)
         if only:
             selected = [g for g in selected if g.name in only or g.spec.name in only]
         needs_sandbox = any(g.spec.run is not None
                             or g.spec.check is BuiltinCheck.RUNTIME_CONFIG for g in selected)
-        results = run_gates(run.rules, chosen, sandbox=run.sandbox() if needs_sandbox else None,
-                            repo=proj.root, config=proj.config, changed=changed,
-                            only=only or None, store=run.store, base=start)
+        results = judge(run, commit, chosen.value, base=start, sandbox=needs_sandbox,
+                        only=only or None)
     passed = all(r.passed for r in results)
     if json:
         emit_json({"phase": chosen.value, "run_id": run.run_id, "passed": passed,

@@ -98,7 +98,8 @@ def _config(task: PortTask, upstream: str, model: Mapping[str, Any] | None) -> s
         "pin": {"store": "markdown", "file": PIN_FILE},
         "artifacts": {"matrices": [MATRIX], "ledger": LEDGER, "inventory": INVENTORY,
                       "specs": SPECS},
-        "sandbox": {"backend": "docker", "image": env.image, "setup": list(env.setup)},
+        "sandbox": {"backend": "docker", "image": env.image, "setup": list(env.setup),
+                    "env": dict(env.env)},
         "approvals": {"spec": "never", "advance": "never", "pr": "never"},
     }
     if model:

@@ -256,7 +256,8 @@ def build_jobs_env(task: PortTask, cpus: float) -> dict[str, str]:
 
 def _sandbox_config(task: PortTask) -> SandboxConfig:
     env = task.environment
-    return SandboxConfig(backend=SandboxBackend.DOCKER, image=env.image, setup=env.setup)
+    return SandboxConfig(backend=SandboxBackend.DOCKER, image=env.image, setup=env.setup,
+                         env=dict(env.env))
 
 
 def task_image(task: PortTask, source: EnvSource) -> str:

@@ -176,6 +176,9 @@ class Environment(_Model):
     """The Docker image (``[sandbox] image``)."""
     setup: list[str] = Field(default_factory=list)
     """Commands built into the environment image (``[sandbox] setup``)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables of the test commands (``[sandbox] env``): ``PYTEST_PLUGINS`` names the
+    pytest plugins the tests need, since sandboxes load none on their own."""
     test: str
     """The test command; ``{tests}`` is replaced by the test ids (shell-quoted)."""
     report: Report = "pytest"

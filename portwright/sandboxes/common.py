@@ -36,6 +36,33 @@ GIT_ANY_OWNER = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
 unprivileged uid in place of root, git's metadata stays root's (and read-only)."""
 
 
+RUNNER_ENV: dict[str, str] = {
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONPYCACHEPREFIX": "/tmp/pycache",
+    "PYTHONNOUSERSITE": "1",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    "NODE_OPTIONS": "",
+    "npm_config_node_options": "",
+}
+"""What the framework sets, outside every tree, so that a toolchain loads nothing from the
+tree on its own (``docs/security.md``, "Hardened runners"):
+
+- ``PYTHONPYCACHEPREFIX``: Python reads and writes bytecode under ``/tmp`` only, never from a
+  ``__pycache__`` in the tree (a forged ``.pyc`` whose header matches a source's size and
+  time would run instead of the source); ``PYTHONDONTWRITEBYTECODE`` keeps it from writing;
+- ``PYTHONNOUSERSITE``: no user site folder (``usercustomize``, ``.pth`` files in it);
+- ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``: pytest loads no plugin from package entry points; a
+  gate names the plugins it needs (``-p pytest_regressions.plugin``, or ``PYTEST_PLUGINS`` in
+  ``[sandbox] env``), as committed;
+- ``NODE_OPTIONS`` and npm's ``node-options`` empty: Node preloads nothing an ``.npmrc``
+  names.
+
+CMake and CTest read their per-tree files (``CMakeUserPresets.json``, a build folder's
+``CTestCustom.cmake``) only from the clean export, where only what the commit holds is, and
+those names are protected paths. ``HOME`` is a fresh folder in each sandbox's own ``/tmp``.
+The committed ``[sandbox] env`` comes after these and may change them."""
+
+
 def base_env(home: str, path: str | None = None) -> dict[str, str]:
     """The variables every sandboxed command gets; nothing else comes from the host."""
     return {
@@ -44,7 +71,7 @@ def base_env(home: str, path: str | None = None) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "TMPDIR": "/tmp",
-        "PYTHONDONTWRITEBYTECODE": "1",
+        **RUNNER_ENV,
     }
 
 

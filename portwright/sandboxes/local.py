@@ -64,7 +64,9 @@ class LocalSandbox(SandboxBase):
 
     def _base_env(self) -> dict[str, str]:
         home = self._home.name if self._home is not None else tempfile.gettempdir()
-        return base_env(home, os.environ.get("PATH"))
+        # bytecode in the commands' own home, not a /tmp every host process shares
+        return {**base_env(home, os.environ.get("PATH")),
+                "PYTHONPYCACHEPREFIX": str(Path(home) / ".pycache")}
 
     def _limits(self) -> None:
         """Runs in the child before exec: no core dumps, files no bigger than the cap."""

@@ -401,7 +401,7 @@ def snapshot(repo: Path) -> tuple[str, str, bool]:
     if head is None:  # no answer, or no commit yet: ask the long way (which says why)
         head, head_tree = git(repo, "rev-parse", "HEAD", "HEAD^{tree}").decode().split()
     else:
-        head_tree = _tree_of(repo, head)
+        head_tree = tree_of(repo, head)
     if not changed:  # what the private index would hold is HEAD's tree itself
         return head, head_tree, False
     with tempfile.TemporaryDirectory(prefix="portwright-index-") as folder:
@@ -444,7 +444,7 @@ _TREES: dict[str, str] = {}
 _TREES_LOCK = threading.Lock()
 
 
-def _tree_of(repo: Path, commit: str) -> str:
+def tree_of(repo: Path, commit: str) -> str:
     """The tree sha of ``commit`` (a full sha), asked of git once per process."""
     with _TREES_LOCK:
         known = _TREES.get(commit)

@@ -135,8 +135,16 @@ class RunContext:
             return
         box.__exit__(None, None, None)
 
-    def _sandbox_opener(self) -> Callable[[], Sandbox]:
-        """What makes the run's sandbox (not yet opened; the engine asked which backend)."""
+    def fresh_sandbox(self, tree: Path) -> Sandbox:
+        """A sandbox of the run's on ``tree`` (a clean export a gate phase judges), not yet
+        opened: a fresh one for each phase, never the agents' (:meth:`sandbox`), so nothing
+        an agent's command left in it (a file in ``/tmp``, the home folder) reaches the
+        gates. Its logs go with the run's."""
+        return self._sandbox_opener(tree)()
+
+    def _sandbox_opener(self, worktree: Path | None = None) -> Callable[[], Sandbox]:
+        """What makes the run's sandbox (not yet opened; the engine asked which backend),
+        on the run's worktree unless ``worktree`` names another tree."""
         from portwright.runs.keys import evidence_key_dir
         from portwright.sandboxes import open_sandbox
         from portwright.sandboxes.envimage import EnvSource
@@ -147,7 +155,8 @@ class RunContext:
             upstream = None  # command gates can run without the upstream mounted
         source = EnvSource(self.project.root, self.project.revision or self.commit,
                            self.project.state_dir)
-        return partial(open_sandbox, self.project.config.sandbox, worktree=self.project.root,
+        return partial(open_sandbox, self.project.config.sandbox,
+                       worktree=worktree or self.project.root,
                        run_id=self.run_id, log_dir=self.dir / "sandbox-logs",
                        key_dir=evidence_key_dir(), upstream=upstream,
                        allow_local=self.allow_local, source=source)

@@ -8,6 +8,7 @@ import functools
 import json
 import logging
 from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -28,6 +29,7 @@ from portwright.gates._diff import name_status
 from portwright.gates.models import GateResult
 from portwright.sandboxes.output import relative_to
 from portwright.vcs import plumbing
+from portwright.vcs.export import exported
 from portwright.workflows.context import RUN_SOURCE, RunContext, RunSource
 from portwright.workflows.state import CycleState, GateRef, Node, RunStatus, Step
 
@@ -206,19 +208,31 @@ def gate_refs(phase: str, results: list[GateResult]) -> list[GateRef]:
 
 def run_phase(ctx: RunContext, state: CycleState, phase: str, *,
               sandbox: bool = True) -> list[GateResult]:
-    """The gates of ``phase`` on the run's worktree (commands in its sandbox), measured from
-    the run's base, recorded in its store."""
-    box = ctx.sandbox() if sandbox else None  # its setup may write the worktree: first
-    # the worktree as the phase starts: its HEAD is what the change is measured to, and the
-    # gates before the first command record it as it is (one look at the tree, not two)
-    snapshot = plumbing.snapshot(ctx.project.root)
-    changed = [c.path for c in name_status(ctx.project.root, state.base, snapshot[0])]
-    results = run_gates(ctx.rules, phase, sandbox=box, repo=ctx.project.root,
-                        config=ctx.project.config, changed=changed, store=ctx.store,
-                        base=state.base, snapshot=snapshot)
+    """The gates of ``phase`` on the commit the run's worktree is at (:func:`judge`),
+    measured from the run's base."""
+    return judge(ctx, plumbing.head_commit(ctx.project.root), phase, base=state.base,
+                 sandbox=sandbox)
+
+
+def judge(ctx: RunContext, commit: str, phase: str, *, base: str, sandbox: bool = True,
+          only: list[str] | None = None) -> list[GateResult]:
+    """The gates of ``phase`` (``only`` these, when named) on a clean export of ``commit``
+    (:mod:`portwright.vcs.export`), their commands in a fresh sandbox on that export (when
+    ``sandbox``), measured from ``base``, recorded in the run's store. Nothing the session
+    left in the worktree beside its commits reaches them; the files their messages name are
+    named relative to the export (as they are in the commit)."""
+    with exported(ctx.project.root, commit, label=f"{ctx.run_id}-{phase}") as tree, \
+            ExitStack() as stack:
+        box = stack.enter_context(ctx.fresh_sandbox(tree)) if sandbox else None
+        snapshot = (commit, plumbing.tree_of(tree, commit), False)
+        changed = [c.path for c in name_status(tree, base, commit)]
+        results = run_gates(ctx.rules, phase, sandbox=box, repo=tree,
+                            config=ctx.project.config, changed=changed, only=only,
+                            store=ctx.store, base=base, snapshot=snapshot)
     for result in results:
         emit("gate", phase=phase, name=result.name, passed=result.passed)
-    return results
+    return [r.model_copy(update={"messages": [relative_to(m, tree) for m in r.messages]})
+            for r in results]
 
 
 def failures(results: list[GateResult], root: Path | None = None, limit: int = 4000) -> str:

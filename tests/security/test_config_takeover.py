@@ -1,10 +1,11 @@
 """Configuration cannot be taken over from inside the sandbox.
 
-Attack: a gate command (code under test) rewrites the working ``portwright.toml`` and
+Attack: a command (code under test) rewrites the working ``portwright.toml`` and
 ``AGENTS.md`` — switching the next run to the ``local`` backend (no isolation, the
 evidence key readable), naming a host folder as the upstream, and replacing the gates —
 and plants links where run state used to live. The next ``gates run`` must obey the
-committed config and rules, in the sandbox, and the host must not follow the links.
+committed config and rules, in the sandbox, and the host must not follow the links. Run
+as a gate, the command writes only the clean export it was given, never the checkout.
 """
 
 from __future__ import annotations
@@ -55,7 +56,11 @@ def test_rewritten_config_and_rules_are_not_obeyed(world: World) -> None:
 
     first = _gates(world, "attack-1")
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "backend = \"local\"" in (world.repo / "portwright.toml").read_text()  # it wrote
+    # the gate judged a clean export: what its command wrote never reached the checkout
+    assert "backend = \"local\"" not in (world.repo / "portwright.toml").read_text()
+    # a checkout rewritten all the same (a command run there by other means)
+    subprocess.run(["sh", "-c", EVIL], cwd=world.repo, check=True, capture_output=True)
+    assert "backend = \"local\"" in (world.repo / "portwright.toml").read_text()
 
     second = _gates(world, "attack-2")
     assert second.returncode == 0, second.stdout + second.stderr
