@@ -21,6 +21,8 @@
         ├── ModelError             the model endpoint failed after its retries
         ├── RateLimited            the forge's rate limit is spent: when it resets
         ├── TemporalUnavailable    the Temporal service does not answer: how to reach one
+        ├── UnsafeChange           a step's commit would take a link, a nested repository
+        │                          or a file that steers portwright or a toolchain
         └── SandboxError           the sandbox could not do what was asked
             ├── EngineUnavailable  no Docker engine / no bubblewrap: how to start one
             ├── ImageMissing       the sandbox image does not exist: how to build it
@@ -156,6 +158,20 @@ class TemporalUnavailable(RunFailure):
         self.message = message
         self.fix = fix
         super().__init__(message if fix is None else f"{message}\n  fix: {fix}")
+
+
+class UnsafeChange(RunFailure):
+    """A step's commit would take what no step may change: the paths, why, and the fix."""
+
+    def __init__(self, problems: list[str], *, fix: str) -> None:
+        self.problems = problems
+        self.fix = fix
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        listed = "; ".join(self.problems[:8]) + (
+            f"; and {len(self.problems) - 8} more" if len(self.problems) > 8 else "")
+        return f"the step's commit is refused: {listed}\n  fix: {self.fix}"
 
 
 class SandboxError(RunFailure):

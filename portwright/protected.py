@@ -5,7 +5,9 @@ A run reads its configuration (``portwright.toml``), its rules (``AGENTS.md``) a
 runner's configuration from the commit it started at. Changing them mid-run would let the
 code under test choose its own isolation, its own gates, or rewrite test outcomes (a root
 ``conftest.py`` hook, a ``sitecustomize.py``, a ``.pth`` file that runs at start-up, a
-``.pytest.ini`` that loads a plugin). So the agent tools refuse such writes, and the
+``.pytest.ini`` that loads a plugin, package metadata at any depth whose entry points
+pytest loads as plugins, an ``.npmrc`` that sets ``node-options``, a ``CTestCustom.cmake``
+CTest reads from the build folder). So the agent tools refuse such writes, and the
 ``protected-paths`` gate fails a change that touches them.
 
 A module at the root of the tree is found before the installed ones when the tests run
@@ -44,6 +46,11 @@ WHOLE_FILES: tuple[str, ...] = (
     "**/sitecustomize.py",
     "**/usercustomize.py",
     "**/*.pth",
+    "**/*.dist-info/**",
+    "**/*.egg-info/**",
+    "**/.npmrc",
+    "**/CTestCustom.cmake",
+    "**/CMakeUserPresets.json",
     ".gitmodules",
 )
 """Files protected whole (globs relative to the worktree root)."""
@@ -52,7 +59,9 @@ SECTION_FILES: dict[str, str] = {
     "pyproject.toml": "the [tool.pytest] section of pyproject.toml",
     "setup.cfg": "the [tool:pytest] section of setup.cfg",
 }
-"""Files of which one section is protected, by path, with how the part is named."""
+"""Files of which one section is protected, by name at any depth (pytest takes the first
+configuration file above the paths it is given as its own: ``tests/pyproject.toml`` steers
+``pytest tests``), with how the part is named."""
 
 
 RUNNER_MODULES: frozenset[str] = frozenset({
@@ -97,7 +106,7 @@ def protected_change(path: str, before: bytes | None, after: bytes | None) -> st
             return None
         return (f"{path} is a protected path (it steers portwright or the test runner); "
                 "it is read from the commit the run started at and may not change")
-    part = SECTION_FILES.get(path.rsplit("/", 1)[-1]) if "/" not in path else None
+    part = SECTION_FILES.get(path.rsplit("/", 1)[-1])
     if part is None:
         return None
     reader = _pytest_section_toml if path.endswith(".toml") else _pytest_section_cfg

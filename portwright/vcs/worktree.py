@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from portwright.errors import RepositoryError
+from portwright import safefs
+from portwright.errors import RepositoryError, UnsafeChange, UnsafePath
 from portwright.globs import match_any
+from portwright.protected import SECTION_FILES, is_protected, protected_change
 from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
@@ -102,6 +105,7 @@ def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
         return found
     paths = [p for p in changed_paths(worktree)
              if (not include or match_any(p, include)) and not match_any(p, exclude or [])]
+    refuse_unsafe(worktree, paths)
     if paths:
         plumbing.git(worktree, "add", "--all", "--", *(f":(literal){p}" for p in paths))
     body = f"{message}\n\n{RUN_TRAILER}: {run_id}\n{STEP_TRAILER}: {step}\n"
@@ -122,6 +126,53 @@ def commit_step(worktree: Path, run_id: str, step: str, message: str, *,
                               f"{done.stderr.decode('utf-8', 'replace').strip()}",
                               file=worktree, fix="check the run's worktree (git status)")
     return plumbing.head_commit(worktree)
+
+
+SECTION_CAP = 4 * 1024 * 1024
+"""Largest ``pyproject.toml`` / ``setup.cfg`` read to compare its protected section."""
+REFUSED_FIX = ("remove them from the run's worktree and start the step again (`portwright "
+               "resume RUN`); what steers portwright or a toolchain changes only in a commit "
+               "a person makes outside the run")
+
+
+def refuse_unsafe(worktree: Path, paths: list[str]) -> None:
+    """Raise :class:`UnsafeChange` when ``paths`` (changed in ``worktree``, about to be
+    committed) hold a symbolic link, a nested repository (git would commit it as a gitlink,
+    and a person's ``git`` there would run hooks a command wrote), a path through a link, or
+    a change to what steers portwright or a toolchain (:mod:`portwright.protected`: its
+    config, a runner's hook or configuration, package metadata, at any depth)."""
+    problems: list[str] = []
+    sections: list[str] = []
+    for path in paths:
+        if path.endswith("/"):
+            problems.append(f"{path} is a nested repository")
+            continue
+        try:
+            info = safefs.stat(worktree, path)
+        except UnsafePath as exc:
+            problems.append(f"{path} {exc.reason}")
+            continue
+        if info is not None and not (stat.S_ISREG(info.st_mode)):
+            kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a file"
+            problems.append(f"{path} is {kind}")
+        elif is_protected(path):
+            problems.append(f"{path} steers portwright or the test runner")
+        elif path.rsplit("/", 1)[-1] in SECTION_FILES:
+            sections.append(path)
+    if sections:
+        before = plumbing.show_many(worktree, "HEAD", sections)
+        for path in sections:
+            try:
+                after = safefs.read_file(worktree, path, cap=SECTION_CAP) \
+                    if safefs.stat(worktree, path) is not None else None
+            except UnsafePath as exc:
+                problems.append(f"{path} {exc.reason}")
+                continue
+            why = protected_change(path, before.get(path), after)
+            if why is not None:
+                problems.append(f"{path}: {why}")
+    if problems:
+        raise UnsafeChange(problems, fix=REFUSED_FIX)
 
 
 def tidy(worktree: Path) -> None:

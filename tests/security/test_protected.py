@@ -15,6 +15,12 @@ from portwright.protected import is_protected, protected_change
     "pytest.py", "pytest/__init__.py", "_pytest/__init__.py", "pluggy.py", "py.py",
     "pytest_forger.py", "argparse.py", "json/__init__.py", "unittest/__init__.py",
     "pytest.cpython-311-x86_64-linux-gnu.so", "pytest.abi3.so", "pytest.pyc",
+    # package metadata whose entry points a test runner loads (pytest11), at any depth
+    "evil-1.0.dist-info/entry_points.txt", "src/evil-1.0.dist-info/METADATA",
+    "lib/deep/evil.egg-info/entry_points.txt", "evil.egg-info/PKG-INFO",
+    # what npm, CTest and CMake read from the tree on their own
+    ".npmrc", "packages/a/.npmrc", "build/CTestCustom.cmake", "CTestCustom.cmake",
+    "CMakeUserPresets.json", "sub/CMakeUserPresets.json",
 ])
 def test_whole_files_are_protected(path: str) -> None:
     assert is_protected(path)
@@ -45,10 +51,17 @@ def test_pyproject_pytest_section_only() -> None:
     added = b'[project]\nname = "x"\n'
     assert protected_change("pyproject.toml", added, added + b"[tool.pytest.ini_options]\n"
                             b'addopts = "-p evil"\n') is not None
-    assert protected_change("sub/pyproject.toml", before, hooked) is None
+    # below the root too: pytest takes the first of them above the paths it is given
+    assert "pytest" in (protected_change("sub/pyproject.toml", before, hooked) or "")
+    assert protected_change("tests/unit/pyproject.toml", None, hooked) is not None
+    assert protected_change("sub/pyproject.toml", before, deps) is None
 
 
 def test_setup_cfg_pytest_section_only() -> None:
     before = b"[metadata]\nname = x\n[tool:pytest]\naddopts = -q\n"
     assert protected_change("setup.cfg", before, before.replace(b"name = x", b"name = y")) is None
     assert protected_change("setup.cfg", before, before.replace(b"-q", b"-p evil")) is not None
+    assert protected_change("tests/setup.cfg", None, before.replace(b"-q", b"-p evil")
+                            ) is not None
+    assert protected_change("tests/setup.cfg", before, before.replace(b"name = x", b"name = y")
+                            ) is None
