@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from portwright.errors import ParityFileError
+from portwright import safefs
+from portwright.errors import ParityFileError, UnsafePath
 from portwright.globs import match
 
 
@@ -17,9 +18,19 @@ def read_text(path: Path) -> str:
         raise ParityFileError("not UTF-8 text", file=path, fix="save the file as UTF-8") from exc
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` byte for byte (no newline translation)."""
-    path.write_bytes(text.encode("utf-8"))
+def write_text(repo: Path, path: Path, text: str) -> None:
+    """Write ``text`` byte for byte (no newline translation) as the regular file ``path``
+    of ``repo``, with no link followed on the way or at the end (:mod:`portwright.safefs`:
+    a sandboxed command may have turned the record, or a folder above it, into a link to a
+    file the host would then overwrite). A record that is not a regular file reached so is
+    refused, naming it."""
+    name = rel(repo, path)
+    try:
+        safefs.write_file(repo, name, text.encode("utf-8"))
+    except UnsafePath as exc:
+        raise ParityFileError(f"refusing to write a record: {exc.reason}", file=path,
+                              fix=f"restore it as a regular file (`git checkout -- {name}`) "
+                                  "and look at what made it a link") from exc
 
 
 def rel(repo: Path, path: Path) -> str:

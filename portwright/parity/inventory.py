@@ -123,7 +123,7 @@ def add_item(repo: Path, config: PortwrightConfig, *, item: str, path: str,
         if column is not None:
             values[column] = value
     new_text = append_row(text, table, values)
-    write_text(file, new_text)
+    write_text(repo, file, new_text)
     entries, _ = parse_inventory(new_text, rel(repo, file))
     line = (table.rows[-1].line + 1) if table.rows else table.line + 2
     return next(e for e in entries if e.line == line)

@@ -194,7 +194,7 @@ def add_entry(repo: Path, config: PortwrightConfig, *, change: str, upstream: st
     if bad:
         raise ParityFileError(bad[0].split(": ", 1)[1], file=path, line=line,
                               fix="pass a valid entry")
-    write_text(path, new_text)
+    write_text(repo, path, new_text)
     return next(e for e in entries if e.line == line)
 
 

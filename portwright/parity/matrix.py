@@ -321,6 +321,6 @@ def update_row(
     body = raw.rstrip("\r\n")
     ending = raw[len(body):]
     updated = replace_cells(body, new) + ending
-    write_text(path, text[:start] + updated + text[stop:])
+    write_text(repo, path, text[:start] + updated + text[stop:])
     logger.info("matrix row %s updated at %s:%d", row_id, row.file, row.line)
     return find_row(repo, config, row_id)

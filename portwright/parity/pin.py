@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from portwright.config import PinConfig, PinStoreKind, PortwrightConfig
 from portwright.errors import ParityFileError
+from portwright.parity._files import write_text
 
 logger = logging.getLogger(__name__)
 
@@ -338,5 +339,5 @@ def write_pin(repo: Path, config: PortwrightConfig, sha: str) -> None:
     text = _read_text(store.path)
     where = store.locate(text)
     new = text[: where.start] + sha + text[where.end:]
-    store.path.write_bytes(new.encode("utf-8"))
+    write_text(repo, store.path, new)
     logger.info("pin %s -> %s in %s", where.sha, sha, store.path)

@@ -122,7 +122,7 @@ def remap_records(repo: Path, config: PortwrightConfig, upstream_path: Path, to:
             writes.append((path, new_text))
     write = not dry_run and not lost
     for path, new_text in writes if write else []:
-        write_text(path, new_text)
+        write_text(repo, path, new_text)
         logger.info("remapped anchors in %s", rel(repo, path))
     if move_pin and write:
         write_pin(repo, config, target)

@@ -84,7 +84,7 @@ def _reapply_lines(root: Path, path: str, base: str, branch: str) -> None:
         return
     last = max((i for i, line in enumerate(lines) if line.startswith("|")), default=len(lines) - 1)
     lines[last + 1:last + 1] = new
-    write_text(file, "\n".join(lines) + "\n")
+    write_text(root, file, "\n".join(lines) + "\n")
 
 
 def _reapply_rows(root: Path, config: PortwrightConfig, path: str, base: str,
