@@ -434,7 +434,8 @@ def log(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     as_json: JsonOption = False,
 ) -> None:
-    """The evidence records of a run, in order, each signature verified."""
+    """The evidence records of a run, in order, each signature verified and the chain
+    checked whole: a missing, reordered or removed record is named, and exits 1."""
     proj = project()
     store = proj.store(run_id)
     if store.manifest() is None:
@@ -443,15 +444,22 @@ def log(
         raise UsageError(f"no run {run_id!r} in this project", key="RUN",
                          fix="list the runs with `portwright runs`")
     records = store.records()
+    broken = store.chain_problems()
     if as_json:
         emit_json(records)
-        return
-    for record in records:
-        console.print(f"#{record.seq:<3} {record.phase or '-':<9} {record.gate:<16} "
-                      f"exit {record.exit_code:<3} {'passed' if record.passed else 'FAILED'} "
-                      f"on {record.commit[:12]}  log {record.log or '-'}", markup=False)
-    err_console.print(f"{len(records)} records, all signed by this machine's evidence key",
-                      style="dim", markup=False)
+    else:
+        for record in records:
+            console.print(f"#{record.seq:<3} {record.phase or '-':<9} {record.gate:<16} "
+                          f"exit {record.exit_code:<3} "
+                          f"{'passed' if record.passed else 'FAILED'} "
+                          f"on {record.commit[:12]}  log {record.log or '-'}", markup=False)
+    for problem in broken:
+        err_console.print(f"error: {problem.render()}", markup=False)
+    if broken:
+        raise typer.Exit(1)
+    if not as_json:
+        err_console.print(f"{len(records)} records, all signed by this machine's evidence "
+                          "key, none missing", style="dim", markup=False)
 
 
 def report(

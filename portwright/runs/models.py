@@ -79,6 +79,10 @@ class EvidenceRecord(BaseModel):
     """When the command finished (UTC)."""
     messages: list[str] = Field(default_factory=list)
     """What a built-in check found, each naming file:line."""
+    prev: str | None = None
+    """The :attr:`mac` of the run's record before this one ("" for its first): the chain a
+    missing, swapped or reordered record breaks. None in records written before chains,
+    whose signatures do not cover it."""
     mac: str | None = None
     """HMAC-SHA256 (hex) with this machine's evidence key over the canonical JSON of the
     record without ``mac``; set by :meth:`~portwright.runs.RunStore.add`."""
@@ -86,7 +90,8 @@ class EvidenceRecord(BaseModel):
     def canonical(self) -> bytes:
         """What :attr:`mac` signs: the record without ``mac`` as JSON, keys sorted, no
         whitespace, UTF-8."""
-        data = self.model_dump(mode="json", exclude={"mac"})
+        data = self.model_dump(mode="json", exclude={"mac"} if self.prev is not None
+                               else {"mac", "prev"})
         return json.dumps(data, sort_keys=True, separators=(",", ":"),
                           ensure_ascii=False).encode("utf-8")
 

@@ -17,13 +17,21 @@ includes the log's sha256. :meth:`RunStore.records` verifies every record and ra
 or rewritten together with its log and digest, does not verify; a record signed for
 another run, or moved to another number in this one, is refused.
 
-What the signature does not show: that no record was deleted (the files are numbered, so
-a gap is visible, but the last ones can go unnoticed).
+Records form a chain: each one's signature covers the signature of the record before it
+(:attr:`EvidenceRecord.prev`), and ``chain.json`` beside them is a signed head (how many
+records there are, the last one's signature), replaced at each append. So a record removed
+from the middle or the end, records swapped or renumbered, or a head that went missing are
+named by :meth:`RunStore.untrusted` (and with it by ``portwright log``, the pages and the
+red-green gate). What a chain cannot show: a head *and* the records after it put back from
+an earlier copy of the run's own folder, which only someone who can write the state folder
+(the host user, never a sandbox) could do.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 import logging
 import os
 import re
@@ -43,6 +51,8 @@ from portwright.runs.models import EvidenceKind, EvidenceRecord, RunManifest
 
 logger = logging.getLogger(__name__)
 
+CHAIN_HEAD = "chain.json"
+"""The signed head of a run's evidence chain, in the run's folder."""
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -136,6 +146,41 @@ class RunStore:
     def logs_dir(self) -> Path:
         return self.dir / "logs"
 
+    @property
+    def head_path(self) -> Path:
+        return self.dir / CHAIN_HEAD
+
+    def _head_mac(self, count: int, last: str) -> str:
+        message = f"portwright-chain\0{self.run_id}\0{count}\0{last}".encode()
+        return hmac.new(self._signing_key(), message, hashlib.sha256).hexdigest()
+
+    def _write_head(self, count: int, last: str) -> None:
+        head = {"count": count, "last": last, "mac": self._head_mac(count, last)}
+        _write_new(self.head_path, (json.dumps(head) + "\n").encode("utf-8"), replace=True)
+
+    def _read_head(self) -> tuple[int, str] | None:
+        """The head's (count, last signature); None when there is none; raises
+        :class:`UntrustedEvidence` for one this store did not sign."""
+        try:
+            data = json.loads(_read_regular(self.head_path, cap=4096))
+        except FileNotFoundError:
+            return None
+        except UntrustedEvidence:
+            if not self.head_path.exists() and not self.head_path.is_symlink():
+                return None
+            raise
+        except ValueError as exc:
+            raise UntrustedEvidence("the head of the evidence chain is not JSON",
+                                    file=self.head_path, fix=_UNTRUSTED_FIX) from exc
+        count, last, mac = (data.get(k) if isinstance(data, dict) else None
+                            for k in ("count", "last", "mac"))
+        if not (isinstance(count, int) and isinstance(last, str) and isinstance(mac, str)
+                and hmac.compare_digest(mac, self._head_mac(count, last))):
+            raise UntrustedEvidence("the head of the evidence chain is not signed by this "
+                                    "machine for this run", file=self.head_path,
+                                    fix=_UNTRUSTED_FIX)
+        return count, last
+
     def _next_seq(self) -> int:
         if not self.evidence_dir.is_dir():
             return 1
@@ -200,13 +245,88 @@ class RunStore:
         returns the file and the record as written."""
         key = self._signing_key()
         seq = self._next_seq()
-        record = record.model_copy(update={"run_id": self.run_id, "seq": seq, "mac": None})
+        prev = self._last_mac(seq - 1)
+        record = record.model_copy(update={"run_id": self.run_id, "seq": seq, "mac": None,
+                                           "prev": prev})
         record = record.model_copy(update={"mac": record.sign(key)})
         self.evidence_dir.mkdir(parents=True, exist_ok=True)
         path = self.evidence_dir / f"{seq:04d}-{_slug(record.gate)}.json"
-        _write_new(path, (record.model_dump_json(indent=2) + "\n").encode("utf-8"))
+        _write_new(path, (record.model_dump_json(indent=2, exclude_none=False) + "\n")
+                   .encode("utf-8"))
+        assert record.mac is not None
+        self._write_head(seq, record.mac)
         logger.debug("evidence %s: %s passed=%s", path.name, record.gate, record.passed)
         return path, record
+
+    def _last_mac(self, seq: int) -> str:
+        """The signature of record ``seq`` ("" when ``seq`` is 0: the first record has no
+        predecessor); the head's when that record's file is not readable."""
+        if seq <= 0:
+            return ""
+        found = [p for p in self._paths() if p.name.startswith(f"{seq:04d}-")]
+        if len(found) == 1:
+            try:
+                mac = self.read(found[0]).mac
+                if mac is not None:
+                    return mac
+            except UntrustedEvidence:
+                pass
+        head = self._read_head()
+        return head[1] if head is not None else ""
+
+    def chain_problems(self) -> list[UntrustedEvidence]:
+        """Where the chain of records is broken: a number missing, a record whose
+        predecessor is not the one it signed, a head that is missing or names more records
+        (or another last one) than there are. Records of a run written before chains (no
+        ``prev``, no head) have none."""
+        records: list[EvidenceRecord] = []
+        unreadable: set[int] = set()  # named by untrusted() itself, not again here
+        for path in self._paths():
+            try:
+                records.append(self.read(path))
+            except UntrustedEvidence:
+                number = path.name.split("-", 1)[0]
+                if number.isdigit():
+                    unreadable.add(int(number))
+        chained = [r for r in records if r.prev is not None]
+        if not chained:
+            return []
+        problems: list[UntrustedEvidence] = []
+
+        def broken(message: str) -> None:
+            problems.append(UntrustedEvidence(message, file=self.evidence_dir,
+                                              fix=_UNTRUSTED_FIX))
+
+        seqs = {r.seq for r in records} | unreadable
+        top = max(seqs)
+        for seq in range(1, top + 1):
+            if seq not in seqs:
+                broken(f"evidence record {seq} is missing (removed after it was signed)")
+        by_seq = {r.seq: r for r in records}
+        for record in chained:
+            before = by_seq.get(record.seq - 1)
+            expected = "" if record.seq == 1 else (before.mac if before is not None
+                                                    and record.seq - 1 not in unreadable
+                                                    else None)
+            if expected is not None and record.prev != expected:
+                broken(f"evidence record {record.seq} does not follow record "
+                       f"{record.seq - 1}: records were replaced or reordered")
+        try:
+            head = self._read_head()
+        except UntrustedEvidence as exc:
+            return [*problems, exc]
+        if head is None:
+            broken("the head of the chain is missing (chain.json): records may have been "
+                   "removed at the end")
+            return problems
+        count, last = head
+        if count > top:
+            broken(f"{count} records were signed, {len(records)} remain: records were "
+                   "removed at the end")
+        elif count < top or (top not in unreadable and by_seq[top].mac != last):
+            broken("the head of the chain does not name the last record: the chain was put "
+                   "back from an earlier copy, or records were added by another writer")
+        return problems
 
     def read(self, path: Path) -> EvidenceRecord:
         """The record in ``path``, its signature verified.
@@ -260,7 +380,7 @@ class RunStore:
                 self.read(path)
             except UntrustedEvidence as exc:
                 problems.append(exc)
-        return problems
+        return problems + self.chain_problems()
 
     def log_digest(self, record: EvidenceRecord) -> str | None:
         """sha256 of the log ``record`` points at, as it is on disk now (None if missing)."""

@@ -144,7 +144,7 @@ def test_the_port_keeps_tests_and_implementation_apart(example: Any) -> None:
     harness = ["tests/**", "tools/focused.py", "CMakeLists.txt"]
     frozen = {g.name: g.spec.options.get("tests") for g in load_rules(example.downstream).gates()
               if g.spec.options.get("tests") is not None}
-    assert frozen == {"no-test-weakening": harness, "red-green": harness}
+    assert frozen == {"no-test-weakening": harness, "red-green": harness, "tamper": harness}
 
 
 def test_spec_and_reconcile_gates_pass(example: Any) -> None:

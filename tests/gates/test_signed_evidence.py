@@ -78,10 +78,14 @@ def test_consistent_forgery_fails(world: World, sandbox: LocalSandbox,
         f"{red_file}: not written by portwright on this machine: signature mismatch "
         "(edited, forged or signed with another key)\n  fix: evidence files are written by "
         "portwright only; remove the run's evidence and run the gates again"]
-    # the forgery is otherwise perfect: signed with this machine's key, it would pass —
-    # which is why the key must stay out of the sandbox's reach
+    # signed with this machine's key, the forged record verifies on its own; the chain
+    # still tells (what came after it signed the original's signature) — a holder of the
+    # key could sign the rest again, which is why the key must stay out of the sandbox's reach
     red_file.write_text(json.dumps(_resign(data, evidence_key()), indent=2))
-    assert check_red_green(world.repo, store, tests=TESTS).passed
+    again = check_red_green(world.repo, store, tests=TESTS)
+    assert not again.passed
+    assert any("head of the chain does not name" in m or "does not follow" in m
+               for m in again.messages), again.messages
 
 
 def test_forgery_signed_with_another_key_fails(world: World, sandbox: LocalSandbox,
