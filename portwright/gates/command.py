@@ -41,14 +41,24 @@ JUNIT_MARKER = b"\n--- junit ---\n"
 STDERR_MARKER = b"\n--- stderr ---\n"
 JUNIT_CAP = 64 * 1024 * 1024
 """Largest JUnit report read back from the worktree."""
+MAX_IDS = 20_000
+"""Most test ids a record keeps (passed and failed together; failed ones first)."""
+MAX_ID_BYTES = 4 * 1024 * 1024
+"""Most bytes of test ids a record keeps: with :data:`MAX_IDS`, what keeps a record one the
+store reads back and host memory bounded, whatever ids a command prints."""
+MAX_ID_CHARS = 1024
+"""Longest test id kept; a longer one is no test id (counted, not kept)."""
 
 
 class _IdScanner:
-    """Test ids from a command's output, fed in chunks, one complete line at a time."""
+    """Test ids from a command's output, fed in chunks, one complete line at a time; at most
+    :data:`MAX_IDS` ids (:data:`MAX_ID_BYTES`) are kept, the rest counted."""
 
     def __init__(self) -> None:
         self.passed: set[str] = set()
         self.failed: set[str] = set()
+        self.dropped = 0
+        self._bytes = 0
         self._rest = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -65,11 +75,36 @@ class _IdScanner:
 
     def _scan(self, lines: bytes) -> None:
         passed, failed = from_output(lines.decode("utf-8", errors="replace"))
-        self.passed.update(passed)
-        self.failed.update(failed)
+        for ident in failed:
+            self._keep(self.failed, ident)
+        for ident in passed:
+            self._keep(self.passed, ident)
+
+    def _keep(self, into: set[str], ident: str) -> None:
+        if ident in into:
+            return
+        size = len(ident.encode("utf-8", "surrogateescape"))
+        if (len(ident) > MAX_ID_CHARS or len(self.passed) + len(self.failed) >= MAX_IDS
+                or self._bytes + size > MAX_ID_BYTES):
+            self.dropped += 1
+            return
+        into.add(ident)
+        self._bytes += size
 
     def ids(self) -> tuple[list[str], list[str]]:
         return sorted(self.passed - self.failed), sorted(self.failed)
+
+
+def capped_ids(passed: list[str], failed: list[str]) -> tuple[list[str], list[str], int]:
+    """``passed`` and ``failed`` (from a JUnit report) within the caps the scanner keeps,
+    failed ones first; and how many were left out."""
+    scanner = _IdScanner()
+    for ident in failed:
+        scanner._keep(scanner.failed, ident)
+    for ident in passed:
+        scanner._keep(scanner.passed, ident)
+    kept_passed, kept_failed = scanner.ids()
+    return kept_passed, kept_failed, scanner.dropped
 
 
 def _stream(result: ExecResult, stream: str) -> Iterator[bytes]:
@@ -178,8 +213,17 @@ def run_command(
         for chunk in chunks:
             digest.update(chunk)
         log_name, log_digest = None, digest.hexdigest()
+    dropped = 0
     if scanner is not None:
         passed_ids, failed_ids = scanner.ids()
+        dropped = scanner.dropped
+    else:
+        passed_ids, failed_ids, dropped = capped_ids(passed_ids, failed_ids)
+    if dropped:
+        seen = len(passed_ids) + len(failed_ids) + dropped
+        messages.append(f"test ids capped: {seen} seen, {len(passed_ids) + len(failed_ids)} "
+                        f"kept (at most {MAX_IDS}, {MAX_ID_BYTES // (1024 * 1024)} MB, ids of "
+                        f"up to {MAX_ID_CHARS} characters); the log has them all")
     if result.timed_out:
         messages.append(f"timed out after {timeout}s and was killed")
     if result.oom_killed:
@@ -187,6 +231,11 @@ def run_command(
     if result.capped:
         messages.append("output exceeded the cap; killed")
     passed = result.ok and not failed_ids and not (junit_rel is not None and messages)
+    if dropped and kind in (EvidenceKind.RED, EvidenceKind.GREEN):
+        # red and green are compared id by id: ids left out cannot be compared
+        passed = False
+        messages.append("a red or focused gate must name its tests: narrow it to the "
+                        "focused tests")
     hint = missing.hint() if result.exit_code != 0 or failed_ids else None
     if hint is not None:  # a pointer for whoever reads the failure, not a verdict
         messages.append(hint)
