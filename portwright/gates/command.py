@@ -95,6 +95,23 @@ class _IdScanner:
         return sorted(self.passed - self.failed), sorted(self.failed)
 
 
+def _kept_ids(scanner: _IdScanner | None, passed: list[str], failed: list[str],
+              messages: list[str]) -> tuple[list[str], list[str], int]:
+    """The ids a record keeps (the scanner's, else the JUnit report's, capped) and how many
+    were left out, which ``messages`` then says."""
+    if scanner is not None:
+        passed, failed = scanner.ids()
+        dropped = scanner.dropped
+    else:
+        passed, failed, dropped = capped_ids(passed, failed)
+    if dropped:
+        kept = len(passed) + len(failed)
+        messages.append(f"test ids capped: {kept + dropped} seen, {kept} kept (at most "
+                        f"{MAX_IDS}, {MAX_ID_BYTES // (1024 * 1024)} MB, ids of up to "
+                        f"{MAX_ID_CHARS} characters); the log has them all")
+    return passed, failed, dropped
+
+
 def capped_ids(passed: list[str], failed: list[str]) -> tuple[list[str], list[str], int]:
     """``passed`` and ``failed`` (from a JUnit report) within the caps the scanner keeps,
     failed ones first; and how many were left out."""
@@ -213,17 +230,7 @@ def run_command(
         for chunk in chunks:
             digest.update(chunk)
         log_name, log_digest = None, digest.hexdigest()
-    dropped = 0
-    if scanner is not None:
-        passed_ids, failed_ids = scanner.ids()
-        dropped = scanner.dropped
-    else:
-        passed_ids, failed_ids, dropped = capped_ids(passed_ids, failed_ids)
-    if dropped:
-        seen = len(passed_ids) + len(failed_ids) + dropped
-        messages.append(f"test ids capped: {seen} seen, {len(passed_ids) + len(failed_ids)} "
-                        f"kept (at most {MAX_IDS}, {MAX_ID_BYTES // (1024 * 1024)} MB, ids of "
-                        f"up to {MAX_ID_CHARS} characters); the log has them all")
+    passed_ids, failed_ids, dropped = _kept_ids(scanner, passed_ids, failed_ids, messages)
     if result.timed_out:
         messages.append(f"timed out after {timeout}s and was killed")
     if result.oom_killed:
