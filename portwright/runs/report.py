@@ -21,8 +21,13 @@ def _load(run_dir: Path, name: str) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+def md_text(text: object) -> str:
+    """``text`` (a model's or a command's) as one line of markdown text: no table cell it
+    could end, no HTML (an entity for each ``&``, ``<``, ``>``: a ``<!--`` or a
+    ``<details>`` it wrote would hide or fold the sections after it), no code span it could
+    close (a backtick is an entity too)."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("`", "&#96;").replace("|", "\\|").replace("\n", " ").strip())
 
 
 def spend(run_dir: Path) -> dict[str, dict[str, float]]:
@@ -53,7 +58,7 @@ def render_report(run_dir: Path, state: Mapping[str, Any], records: list[Evidenc
     parts = [f"# portwright run `{state.get('run_id', run_dir.name)}`: row "
              f"`{state.get('row', '?')}`", "",
              f"- status: **{state.get('status', '?')}**"
-             + (f" — {_cell(state['reason'])}" if state.get("reason") else ""),
+             + (f" — {md_text(state['reason'])}" if state.get("reason") else ""),
              f"- branch: `{state.get('branch', '')}` from `{str(state.get('base', ''))[:12]}`",
              f"- upstream pin: `{str(state.get('pin', ''))[:12]}`"]
     if state.get("pr_url"):
@@ -74,8 +79,8 @@ def _gap(run_dir: Path) -> list[str]:
     gap = _load(run_dir, "gap.json")
     if not gap:
         return []
-    lines = ["## Gap verdict", "", f"**{gap['status']}** — {_cell(gap['reasoning'])}", ""]
-    lines += [f"- {e['kind']} `{_cell(e['ref'])}`: {_cell(e['detail'])}"
+    lines = ["## Gap verdict", "", f"**{gap['status']}** — {md_text(gap['reasoning'])}", ""]
+    lines += [f"- {e['kind']} `{md_text(e['ref'])}`: {md_text(e['detail'])}"
               for e in gap.get("evidence", [])]
     return [*lines, ""]
 
@@ -84,9 +89,9 @@ def _surface(run_dir: Path) -> list[str]:
     classes = _load(run_dir, "classification.json")
     if not classes:
         return []
-    lines = ["## Surface", "", f"Slice: {_cell(classes['slice'])}", "",
+    lines = ["## Surface", "", f"Slice: {md_text(classes['slice'])}", "",
              "| item | classification | reason |", "| --- | --- | --- |"]
-    lines += [f"| {_cell(i['item'])} | {i['classification']} | {_cell(i.get('reason', ''))} |"
+    lines += [f"| {md_text(i['item'])} | {i['classification']} | {md_text(i.get('reason', ''))} |"
               for i in classes["items"]]
     return [*lines, ""]
 
@@ -100,10 +105,10 @@ def _evidence(records: list[EvidenceRecord]) -> list[str]:
     for r in records:
         mark = "red" if r.kind is EvidenceKind.RED else "green" if r.kind is \
             EvidenceKind.GREEN else "gate"
-        lines.append(f"| {r.seq} | {r.phase or '-'} | {_cell(r.gate)} | {mark} | "
+        lines.append(f"| {r.seq} | {r.phase or '-'} | {md_text(r.gate)} | {mark} | "
                      f"{r.exit_code} | {'yes' if r.passed else 'no'} | `{r.commit[:12]}`"
                      f"{' (dirty)' if r.dirty else ''} | "
-                     f"{_cell(', '.join(r.tests_failed) or '-')} |")
+                     f"{md_text(', '.join(r.tests_failed) or '-')} |")
     return [*lines, ""]
 
 
@@ -112,8 +117,8 @@ def _review(run_dir: Path) -> list[str]:
     for path in sorted(run_dir.glob("review-*.json")):
         review = json.loads(path.read_text(encoding="utf-8"))
         lines += [f"## Review ({path.stem})", "",
-                  f"**{review['decision']}** — {_cell(review['summary'])}", ""]
-        lines += [f"- `{_cell(f['path'])}:{f['line']}` [{f['severity']}] {_cell(f['message'])}"
+                  f"**{review['decision']}** — {md_text(review['summary'])}", ""]
+        lines += [f"- `{md_text(f['path'])}:{f['line']}` [{f['severity']}] {md_text(f['message'])}"
                   for f in review.get("findings", [])]
         lines.append("")
     return lines
@@ -137,7 +142,7 @@ def _timeline(state: Mapping[str, Any]) -> list[str]:
     lines = ["## Timeline", "", "| node | seconds | note |", "| --- | --- | --- |"]
     for step in steps:
         seconds = step_seconds(step)
-        lines.append(f"| {step['node']} | {seconds:.2f} | {_cell(step.get('note', ''))} |")
+        lines.append(f"| {step['node']} | {seconds:.2f} | {md_text(step.get('note', ''))} |")
     return [*lines, ""]
 
 

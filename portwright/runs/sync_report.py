@@ -7,11 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from portwright.runs.report import md_text
+
 __all__ = ["commit_rows", "render_sync_report"]
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def commit_rows(values: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -41,30 +39,30 @@ def render_sync_report(values: Mapping[str, Any]) -> str:
     parts = [f"# portwright sync `{values.get('sync_id', '?')}`: upstream "
              f"`{str(values.get('pin', ''))[:12]}` → `{str(values.get('target', ''))[:12]}`", "",
              f"- status: **{status}**"
-             + (f" — {_cell(values['reason'])}" if values.get("reason") else ""),
+             + (f" — {md_text(values['reason'])}" if values.get("reason") else ""),
              f"- branch: `{values.get('branch', '')}` from `{str(values.get('base', ''))[:12]}`",
              f"- pin: {_pin_line(values)}",
              "", "## Upstream commits", "",
              "| commit | subject | verdict | decided by | account | port run | holds the pin "
              "back |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for row in commit_rows(values):
-        parts.append(f"| `{row['commit']}` | {_cell(row['subject'])} | {row['verdict']} | "
-                     f"{row['decided_by']} | {row['account']} | {_cell(row['run']) or '-'} | "
-                     f"{_cell(row['hold']) or '-'} |")
+        parts.append(f"| `{row['commit']}` | {md_text(row['subject'])} | {row['verdict']} | "
+                     f"{row['decided_by']} | {row['account']} | {md_text(row['run']) or '-'} | "
+                     f"{md_text(row['hold']) or '-'} |")
     ports = values.get("ports", {})
     if ports:
         parts += ["", "## Port runs", "", "| row | run | status | branch | failed gates |",
                   "| --- | --- | --- | --- | --- |"]
         for row, result in ports.items():
-            parts.append(f"| {_cell(row)} | `{result['run_id']}` | {result['status']} | "
+            parts.append(f"| {md_text(row)} | `{result['run_id']}` | {result['status']} | "
                          f"`{result.get('branch', '')}` | "
                          f"{', '.join(result.get('failed_gates', [])) or '-'} |")
     gates = values.get("gates", [])
     parts += ["", "## Pin gates", ""]
     if gates:
         parts += ["| gate | result | record | message |", "| --- | --- | --- | --- |"]
-        parts += [f"| pin/{_cell(g['name'])} | {'passed' if g['passed'] else 'FAILED'} | "
-                  f"{g.get('record') or '-'} | {_cell(g.get('message', ''))[:200] or '-'} |"
+        parts += [f"| pin/{md_text(g['name'])} | {'passed' if g['passed'] else 'FAILED'} | "
+                  f"{g.get('record') or '-'} | {md_text(g.get('message', ''))[:200] or '-'} |"
                   for g in gates]
     else:
         parts.append("Not run: the pin gates run once every commit is accounted for.")
