@@ -1,6 +1,6 @@
 """Reports and comparisons of ``portwright eval`` as markdown, and the cells the CLI's
 tables show (one formatting for both). Text from a run (task ids, details) goes through
-:func:`~portwright.runs.report._cell` or a code span, never in as markup."""
+:func:`~portwright.runs.report.md_text` or a code span, never in as markup."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from portwright.eval.results import (
     TaskResult,
     p_text,
 )
-from portwright.runs.report import _cell
+from portwright.runs.report import md_text
 
 TASK_COLUMNS = ("task", "resolved", "red", "gates", "review", "tokens in / out", "cost",
                 "time", "failure", "detail")
@@ -98,8 +98,8 @@ def missing_line(report: EvalReport) -> str:
 
 def report_markdown(report: EvalReport) -> str:
     """One mode's report: what it ran, the aggregate, a row per task."""
-    parts = [f"# portwright eval: `{_cell(report.suite)}`, {report.mode.value} mode, "
-             f"model `{_cell(report.model)}`", ""]
+    parts = [f"# portwright eval: `{md_text(report.suite)}`, {report.mode.value} mode, "
+             f"model `{md_text(report.model)}`", ""]
     if report.budget is not None:
         b = report.budget
         parts += [f"Budget per task (0: unlimited): {b.tokens:,} tokens, ${b.cost_usd:.2f}, "
@@ -109,13 +109,13 @@ def report_markdown(report: EvalReport) -> str:
               "", "## Tasks", ""]
     rows = []
     for result in report.results:
-        cells = [_cell(c) for c in task_cells(result)]
+        cells = [md_text(c) for c in task_cells(result)]
         cells[0] = f"`{cells[0]}`"
         rows.append(cells)
     parts += _table(list(TASK_COLUMNS), rows)
     if report.missing:
         parts += ["", "## Tasks without a result", "", missing_line(report) + ".", "",
-                  *_table(["task", "why"], [[f"`{_cell(t)}`", _cell(why)]
+                  *_table(["task", "why"], [[f"`{md_text(t)}`", md_text(why)]
                                             for t, why in report.missing.items()])]
     return "\n".join(parts) + "\n"
 
@@ -137,10 +137,10 @@ def comparison_markdown(comparison: Comparison) -> str:
     """Two reports side by side: each side's aggregate over the tasks both ran, the
     two-by-two table with McNemar's test, a row per task, the tasks left unpaired."""
     a, b = comparison.a, comparison.b
-    la, lb = _cell(a.label), _cell(b.label)
+    la, lb = md_text(a.label), md_text(b.label)
     parts = [f"# portwright eval: {la} against {lb}", ""]
-    parts += [f"- {name}: suite `{_cell(side.suite)}`, {side.mode.value} mode, model "
-              f"`{_cell(side.model)}`" for name, side in ((la, a), (lb, b))]
+    parts += [f"- {name}: suite `{md_text(side.suite)}`, {side.mode.value} mode, model "
+              f"`{md_text(side.model)}`" for name, side in ((la, a), (lb, b))]
     parts += ["", f"## Aggregate over the {len(comparison.pairs)} tasks both ran", ""]
     parts += _table(["measure", la, lb],
                     [[m, va, vb] for (m, va), (_, vb) in zip(measures(a.aggregate),
@@ -150,19 +150,19 @@ def comparison_markdown(comparison: Comparison) -> str:
     parts += _table(["", f"{lb} resolved", f"{lb} unresolved"],
                     concordance_rows(comparison.table, la, lb))
     parts += ["", mcnemar_line(comparison), "", "## Tasks", ""]
-    rows = [[f"`{_cell(p.task)}`", outcome(p.a), outcome(p.b), f"${p.a.cost_usd:.4f}",
+    rows = [[f"`{md_text(p.task)}`", outcome(p.a), outcome(p.b), f"${p.a.cost_usd:.4f}",
              f"${p.b.cost_usd:.4f}", duration(p.a.wall_seconds), duration(p.b.wall_seconds),
              _discordant(p.a.resolved, p.b.resolved, la, lb)] for p in comparison.pairs]
     parts += _table(["task", la, lb, f"{la} cost", f"{lb} cost", f"{la} time",
                      f"{lb} time", "only"], rows)
     if comparison.only_a or comparison.only_b:
         parts += ["", "## Tasks in one report only (not counted)", ""]
-        parts += [f"- {name} only: " + ", ".join(f"`{_cell(t)}`" for t in tasks)
+        parts += [f"- {name} only: " + ", ".join(f"`{md_text(t)}`" for t in tasks)
                   for name, tasks in ((la, comparison.only_a), (lb, comparison.only_b))
                   if tasks]
     if comparison.missing_a or comparison.missing_b:
         parts += ["", "## Tasks without a result (not counted)", ""]
-        parts += [f"- no result in {name}: " + ", ".join(f"`{_cell(t)}`" for t in tasks)
+        parts += [f"- no result in {name}: " + ", ".join(f"`{md_text(t)}`" for t in tasks)
                   for name, tasks in ((la, comparison.missing_a), (lb, comparison.missing_b))
                   if tasks]
     return "\n".join(parts) + "\n"
