@@ -8,7 +8,12 @@ Usage: ``python benchmarks/sandbox_overhead.py [--out FILE] [--cold N] [--trivia
   log file and the set-id sweep of the worktree included) median / p90 over 50, against
   ``subprocess.run(["true"])`` on the host, and the same through bubblewrap when it works;
 - CPU-bound: a ~2 s pure-Python loop through ``exec`` against the same loop run directly,
-  interleaved, as a ratio of medians.
+  interleaved, as a ratio of medians;
+- clean export: what a gate phase pays to judge a commit apart from the session's tree
+  (:mod:`portwright.vcs.export`): the export of this repository's HEAD alone (checkout and
+  removal), and export + a fresh ``DockerSandbox`` on it + its first ``exec`` + closing both,
+  against one more ``exec`` in a sandbox already open (what a phase paid before), median /
+  p90 over ``--exports``.
 
 Goals: cold start <= 1.0 s median, trivial exec <= 80 ms median, ratio <= 1.05. The
 worktree belongs to whoever runs the benchmark; as root, commands run as the unprivileged
@@ -71,6 +76,36 @@ def calibrate(target: float) -> int:
         count *= 4
 
 
+def _exports(base: Path, config: SandboxConfig, count: int) -> dict[str, Any]:
+    """A gate phase's own cost of a clean export: the checkout alone, then the checkout with
+    a fresh sandbox on it, against one more command in an open sandbox."""
+    from portwright.vcs import plumbing
+    from portwright.vcs.export import exported
+
+    head = plumbing.head_commit(ROOT)
+    files = len(plumbing.ls_tree(ROOT, head))
+    alone, whole, reuse = [], [], []
+    for i in range(count):
+        start = time.perf_counter()
+        with exported(ROOT, head, label=f"bench-{i}"):
+            pass
+        alone.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        with exported(ROOT, head, label=f"bench-box-{i}") as tree, DockerSandbox(
+                tree, config=config, run_id=f"bench-export-{i}", key_dir=evidence_key_dir(),
+                log_dir=base / "logs" / f"export-{i}") as box:
+            box.exec(["true"])
+        whole.append(time.perf_counter() - start)
+    with DockerSandbox(base / "wt", config=config, run_id="bench-reuse",
+                       key_dir=evidence_key_dir(), log_dir=base / "logs" / "reuse") as box:
+        box.exec(["true"])
+        reuse = [timed(lambda: box.exec(["true"])) for _ in range(count)]
+    return {"files": files, "export_alone": summary(alone),
+            "export_and_fresh_sandbox": summary(whole), "exec_in_open_sandbox": summary(reuse),
+            "per_phase_extra_median_s": round(statistics.median(whole)
+                                              - statistics.median(reuse), 4)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path,
@@ -78,6 +113,7 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=20)
     parser.add_argument("--trivial", type=int, default=50)
     parser.add_argument("--cpu", type=int, default=7, help="CPU-bound pairs")
+    parser.add_argument("--exports", type=int, default=10, help="clean exports timed")
     args = parser.parse_args()
     if docker_status() != "ok":
         raise SystemExit(f"needs a Docker engine: {docker_status()}")
@@ -148,6 +184,9 @@ def main() -> None:
                   f"{figures['cpu_bound']['direct']['median_s']} s, ratio {ratio:.3f} "
                   f"(of minimums {figures['cpu_bound']['ratio_of_minimums']:.3f}; "
                   f"CPU time ratio {cpu_ratio:.3f})")
+
+        figures["clean_export"] = _exports(base, config, args.exports)
+        print(f"clean export of {ROOT.name} HEAD: {figures['clean_export']}")
 
         if bwrap_status() == "ok":
             with BwrapSandbox(worktree, config=config.model_copy(update={"backend": "bwrap"}),
