@@ -33,6 +33,8 @@ def git(repo: Path, *args: str) -> str:
 
 def default_base(repo: Path, base: str | None) -> str:
     """``base`` verified, or ``HEAD~1``, or the empty tree for a first commit."""
+    if base == EMPTY_TREE:  # what this function gives for a first commit: no commit
+        return base
     if base is not None:
         plumbing.rev_parse(repo, base)  # says why when it names no commit
         return base

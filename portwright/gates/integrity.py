@@ -158,6 +158,18 @@ def _worktree(repo: Path) -> list[tuple[str, str, str]]:
     return found
 
 
+ADOPTED = ("portwright.toml", "**/AGENTS.md")
+"""What the commit that adopts portwright adds (``portwright init``): not a change of the
+config a run started with, since ``base`` had none."""
+
+
+def _adopts_portwright(repo: Path, base: str) -> bool:
+    """Whether ``base..HEAD`` adopts portwright: ``base`` has no ``portwright.toml`` (the
+    empty tree of a first commit, or a commit from before ``portwright init``). A run never
+    starts there (it needs the config), so inside a run nothing is exempt."""
+    return base == _diff.EMPTY_TREE or plumbing.show(repo, base, "portwright.toml") is None
+
+
 def _label(base: str) -> str:
     if base == _diff.EMPTY_TREE:
         return "the empty tree"
@@ -171,8 +183,10 @@ def check_protected_paths(repo: Path, *, base: str | None,
     name = BuiltinCheck.PROTECTED_PATHS.value
     try:
         base = _diff.default_base(repo, base)
+        adopted = _adopts_portwright(repo, base)
         committed = [(path, why, f"committed in {_label(base)}..HEAD")
-                     for path, why in _committed(repo, base)]
+                     for path, why in _committed(repo, base)
+                     if not (adopted and match_any(path, list(ADOPTED)))]
         found = committed + _worktree(repo)
     except UsageError as exc:
         return _usage(name, exc)

@@ -46,6 +46,9 @@ def test_init_writes_integrity_gates_that_fail_a_forged_green(make_repo: type[Gi
     names = [g["name"] for g in json.loads(portwright(down.path, "rules", "check", "--json")
                                            .stdout)["gates"]]
     assert {"tamper", "protected-paths"} <= set(names), names
+    adopted = json.loads(portwright(down.path, "gates", "run", "--phase", "full", "--only",
+                                    "protected-paths", "--json").stdout)
+    assert adopted["passed"], adopted  # the commit that adopts portwright adds its config
     down.commit("port add (forged)", {"calc.py": FORGED})
 
     done = portwright(down.path, "gates", "run", "--phase", "full", "--json")
@@ -55,3 +58,19 @@ def test_init_writes_integrity_gates_that_fail_a_forged_green(make_repo: type[Gi
     assert verdicts["tests"] is True  # the forgery works on the tests gate alone
     assert verdicts["tamper"] is False, report["results"]
     assert done.returncode == 1
+
+
+def test_a_change_of_the_config_after_adoption_fails_protected_paths(
+        make_repo: type[GitRepo]) -> None:
+    upstream = make_repo("upstream")
+    upstream.commit("first", {"calc.py": "x = 1\n"})
+    down = make_repo("down")
+    assert portwright(down.path, "init", "--upstream", "../upstream").returncode == 0
+    down.commit("adopt portwright")
+    config = (down.path / "portwright.toml").read_text()
+    down.commit("widen", {"portwright.toml": config + "\n# more\n"})
+    done = portwright(down.path, "gates", "run", "--phase", "full", "--only", "protected-paths",
+                      "--json")
+    report = json.loads(done.stdout)
+    assert not report["passed"], report
+    assert "portwright.toml" in report["results"][0]["messages"][0]
