@@ -99,7 +99,7 @@ def _config(task: PortTask, upstream: str, model: Mapping[str, Any] | None) -> s
         "artifacts": {"matrices": [MATRIX], "ledger": LEDGER, "inventory": INVENTORY,
                       "specs": SPECS},
         "sandbox": {"backend": "docker", "image": env.image, "setup": list(env.setup),
-                    "env": dict(env.env)},
+                    **({"env": dict(env.env)} if env.env else {})},
         "approvals": {"spec": "never", "advance": "never", "pr": "never"},
     }
     if model:

@@ -56,7 +56,7 @@ from portwright.agents.llm import LLMClient
 from portwright.agents.offline import CassetteMismatch, ReplayModel, load_cassette
 from portwright.config import ModelBudget, ModelConfig, PortwrightConfig
 from portwright.environment import STATE_ENV, overlay, variable
-from portwright.errors import PortwrightError, UnsafePath, UsageError
+from portwright.errors import PortwrightError, UnsafeChange, UnsafePath, UsageError
 from portwright.eval.harness import row_id
 from portwright.eval.hidden import (
     BuildCache,
@@ -346,7 +346,10 @@ def run_task(task: PortTask, options: RunOptions, on_event: OnEvent) -> TaskResu
         logger.warning("task %s (%s): %s", task.id, mode.value, exc, exc_info=True)
         result = TaskResult(task=task.id, mode=mode, model=_model_name(task, options, None),
                             resolved=False, wall_seconds=round(time.monotonic() - started, 3),
-                            failure=Failure.ERROR,
+                            # a commit refused for what the agent left (a runner's hook, a
+                            # link) is the agent's doing: integrity, not the harness's error
+                            failure=Failure.INTEGRITY if isinstance(exc, UnsafeChange)
+                            else Failure.ERROR,
                             detail=f"{type(exc).__name__}: {_line(str(exc))}")
     _write(result_path(options.out, task, mode), result)
     _emit(on_event, task, mode, "task_finished", resolved=result.resolved,

@@ -117,8 +117,8 @@ def test_a_cycle_whose_red_is_never_observed_is_reported_so(tmp_path: Path,
 def test_a_loop_agent_that_plants_a_test_hook_fails_integrity(tmp_path: Path,
                                                               calc: tuple[Pair, Suite]) -> None:
     """Its tool refuses a root conftest.py; the same file written by a command in the sandbox
-    is committed with the rest, and the integrity checks on the agent's diff fail the task,
-    though its sub is right and the hidden test passes."""
+    is refused by the step's commit (it steers the test runner), and the task fails
+    integrity, though its sub is right: nothing of the agent's is scored."""
     _, suite = calc
     hook = "def pytest_collection_modifyitems(items):\n    items.clear()\n"
     planting = LoopPlan(files=ORACLE.files,
@@ -127,8 +127,7 @@ def test_a_loop_agent_that_plants_a_test_hook_fails_integrity(tmp_path: Path,
     (result,) = report.results
     assert not result.resolved
     assert result.failure is Failure.INTEGRITY
-    assert result.detail.startswith("protected-paths: conftest.py")
-    assert result.hidden_passed == ["tests/test_sub.py::test_sub"]
+    assert "commit is refused: conftest.py steers" in result.detail, result.detail
 
 
 def test_a_task_without_model_calls_is_recorded_and_replayed(tmp_path: Path) -> None:

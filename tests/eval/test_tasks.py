@@ -45,7 +45,7 @@ CASES = [
         "calc.toml:3", ("unknown key 'colour'",), "valid keys here: downstream"),
     Bad("unknown-key-in-table", {"calc.toml": _swap("[environment]",
                                                     '[environment]\nreprot = "tap"')},
-        "calc.toml:15", ("unknown key 'reprot'",), "valid keys here: image, path_map"),
+        "calc.toml:15", ("unknown key 'reprot'",), "valid keys here: env, image, path_map"),
     Bad("wrong-type", {"calc.toml": _swap("re:^commits = .*$", 'commits = "abc"')},
         "calc.toml:5", ("upstream.commits", "valid list"), "set `commits`"),
     Bad("empty-commits", {"calc.toml": _swap("re:^commits = .*$", "commits = []")},
