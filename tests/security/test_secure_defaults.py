@@ -74,3 +74,32 @@ def test_a_change_of_the_config_after_adoption_fails_protected_paths(
     report = json.loads(done.stdout)
     assert not report["passed"], report
     assert "portwright.toml" in report["results"][0]["messages"][0]
+
+
+def test_doctor_warns_about_a_full_phase_without_the_integrity_gates(
+        make_repo: type[GitRepo]) -> None:
+    upstream = make_repo("upstream")
+    upstream.commit("first", {"calc.py": "x = 1\n"})
+    down = make_repo("down")
+    assert portwright(down.path, "init", "--upstream", "../upstream").returncode == 0
+    rules = (down.path / "AGENTS.md").read_text()
+    assert 'options = { fail = true }' in rules
+    down.commit("adopt portwright", {"AGENTS.md": rules.replace(
+        'options = { fail = true }', 'options = { fail = false }')})
+
+    def rules_check() -> dict[str, str]:
+        report = json.loads(portwright(down.path, "doctor", "--json").stdout)
+        return next(c for c in report["checks"] if c["name"] == "rules")
+
+    advisory = rules_check()
+    assert advisory["status"] == "warn", advisory
+    assert "fail = true" in advisory["detail"]
+    text = (down.path / "AGENTS.md").read_text()
+    start = text.index('[[gate]]\nname = "tamper"')
+    down.commit("drop the integrity gates", {"AGENTS.md": text[:start] + text[
+        text.index('[[gate]]\nname = "reconciled"'):]})
+    missing = rules_check()
+    assert missing["status"] == "warn", missing
+    assert "tamper" in missing["detail"]
+    assert "protected-paths" in missing["detail"]
+    assert "portwright init" in missing["fix"]
