@@ -169,14 +169,22 @@ def worker(
         "class of sandbox, e.g. gpu.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")]
     = False,
+    allow_local: Annotated[bool, typer.Option(
+        "--allow-local", help="Let this worker's runs use the unisolated local backend when "
+        "a run asks for it (never granted by a workflow's input alone).")] = False,
 ) -> None:
     """Run a Temporal worker: it takes runs of the port cycle, pin syncs and their nodes
-    from the task queue until stopped (Ctrl-C, SIGTERM)."""
+    from the task queue until stopped (Ctrl-C, SIGTERM). What decides isolation and
+    endpoints comes from this worker's project and command line, never from a workflow's
+    input (portwright/dist/policy.py)."""
     import asyncio
 
     proj = project()
     _require_extra()
+    from portwright.dist.policy import WorkerPolicy, set_policy
     from portwright.dist.worker import check_queues, serve
+
+    set_policy(WorkerPolicy(roots=(proj.root, proj.main_root), allow_local=allow_local))
 
     check_queues(proj)
 

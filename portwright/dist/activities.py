@@ -30,6 +30,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 from portwright.config import TemporalConfig, apply_overrides
+from portwright.dist.policy import check_input
 from portwright.dist.models import OPEN_RUN_ACTIVITY, OpenRun, RunRef
 from portwright.errors import UsageError
 from portwright.project import Project
@@ -66,6 +67,7 @@ def run_context(ref: RunRef) -> Iterator[RunContext]:
     needs it, never ahead (it closes with the node)."""
     from portwright.agents.offline import ReplayModel
 
+    check_input(ref.root, ref.allow_local, ref.overrides)
     project, run_project = _run_project(ref.root, ref.run_id, ref.base, ref.overrides)
     client = ReplayModel(Path(ref.replay), seek=True) if ref.replay else None
     with _lock(project.run_dir(ref.run_id)), \
@@ -76,6 +78,7 @@ def run_context(ref: RunRef) -> Iterator[RunContext]:
 
 def _open(request: OpenRun) -> str:
     asked = request.request
+    check_input(asked.root, asked.allow_local, asked.overrides)
     store = Project.load(Path(asked.root)).store(request.run_id)
     manifest = store.manifest()
     if manifest is not None:

@@ -39,6 +39,7 @@ from temporalio.exceptions import ApplicationError
 
 from portwright.config import TemporalConfig
 from portwright.dist.activities import OnEvent, _awaitable, _heartbeat
+from portwright.dist.policy import check_input
 from portwright.dist.models import (
     OPEN_SYNC_ACTIVITY,
     SYNC_CHECKPOINT_ACTIVITY,
@@ -76,6 +77,7 @@ def _non_retryable(exc: UsageError) -> ApplicationError:
 
 def _open(request: OpenSync) -> OpenedSync:
     asked = request.request
+    check_input(asked.root, asked.allow_local, asked.overrides)
     project = sync_project(asked.root, asked.overrides)
     target, base = sync_driver.open_sync(project, asked.to, request.sync_id,
                                          workflow_id=request.workflow_id)
@@ -123,6 +125,7 @@ def _as_activity(name: SyncNode, fn: Callable[..., Update], every: float,
         else SyncState
 
     def body(given: Any, ref: SyncRef, runtime: Runtime[Any]) -> Update:
+        check_input(ref.root, ref.allow_local, ref.overrides)
         project = sync_project(ref.root, ref.overrides)
         with sync_driver.sync_context(project, ref.sync_id, ref.base, f"resume {ref.sync_id}",
                                       resume=True, allow_local=ref.allow_local,
