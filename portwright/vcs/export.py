@@ -13,7 +13,8 @@ folder): git inside the sandbox reads the commit's history through the repositor
 commit and records they would read in the run's worktree.
 
 Exports live under the system's temporary folder (``$TMPDIR`` first), in
-``portwright-exports-<uid>``: a folder of this user's, mode 0711 (others may pass through to
+``portwright-exports-<uid>`` (removed with the last export in it): a folder of this user's,
+mode 0711 (others may pass through to
 an export they were handed, never list the folder), checked on every use to be a real
 folder of this user's that no one else can write, since anyone can make a name in
 ``/tmp`` first. Each export is made with :func:`tempfile.mkdtemp` there. Commands that run
@@ -23,6 +24,7 @@ reach it; the state folder, private to the host user, they could not.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -69,7 +71,10 @@ def exported(repo: Path, commit: str, *, label: str) -> Iterator[Path]:
     """A fresh checkout of ``commit`` of ``repo``'s repository (tracked files only), as a
     folder named like ``repo``; removed, with git's record of it, when the block ends.
     ``label`` (a run id and a phase) starts the name of the folder that holds it."""
-    holder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=export_root()))
+    try:
+        holder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=export_root()))
+    except FileNotFoundError:  # another process removed the folder, empty, just now
+        holder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=export_root()))
     holder.chmod(0o711)
     tree = holder / (repo.resolve().name or "tree")
     try:
@@ -93,3 +98,8 @@ def remove(repo: Path, holder: Path, tree: Path) -> None:
         plumbing.run(repo, "worktree", "remove", "--force", str(tree))
     if holder.exists():
         logger.warning("could not remove the clean export %s", holder)
+        return
+    # the folder of exports goes too when it is empty (another export in it, or gone
+    # already: it stays): no trace in $TMPDIR
+    with contextlib.suppress(OSError):
+        holder.parent.rmdir()
