@@ -25,7 +25,7 @@ from portwright.globs import match_any
 from portwright.project import Project
 from portwright.runs.models import EvidenceRecord, RunManifest
 from portwright.runs.report import spend, step_seconds
-from portwright.runs.store import RunStore, UntrustedEvidence
+from portwright.runs.store import CHAIN_HEAD, RunStore, UntrustedEvidence
 from portwright.vcs import plumbing
 from portwright.web import diffs, markdown
 from portwright.web.checkpoints import Checkpoints
@@ -157,6 +157,9 @@ def _records(store: RunStore, tail: int) -> list[Record]:
             item.log_cut = len(text) > tail
             item.log_tail = text[-tail:]
         out.append(item)
+    # a record removed, swapped or cut from the end: the chain says so, as a row of its own
+    out += [Record(file=CHAIN_HEAD, record=None, verified=False, problem=exc.render())
+            for exc in store.chain_problems()]
     return out
 
 

@@ -165,3 +165,13 @@ def test_the_static_report_stands_alone(stored: Project) -> None:
     assert "/static/" not in html
     assert 'class="record red"' in html
     assert "hx-post" not in html
+
+
+def test_a_record_removed_from_the_chain_is_shown(stored: Project, client: Any) -> None:
+    run_dir = stored.run_dir("run-0001")
+    paths = sorted((run_dir / "evidence").glob("*.json"))
+    assert len(paths) > 2
+    paths[1].unlink()
+    page = client.get("/runs/run-0001").text
+    assert "does not verify" in page
+    assert f"evidence record {int(paths[1].name[:4])} is missing" in page
