@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from portwright.config import PortwrightConfig, SandboxBackend, load_config
 from portwright.errors import PortwrightError, UsageError
 from portwright.project import Project
-from portwright.rules import BuiltinCheck, load_rules
+from portwright.rules import BuiltinCheck, Phase, load_rules
 from portwright.vcs import plumbing
 from portwright.vcs.git import open_repo
 
@@ -89,10 +89,10 @@ def _rules(repo: Path, config: PortwrightConfig) -> Check:
     if not gates:
         return Check("rules", "warn", f"{files}: no gates declared",
                      "add a ```toml portwright block (see `portwright init`)")
-    checks = {g.spec.check for g in gates if "full" in {p.value for p in g.spec.phases}}
+    full = [g for g in gates if Phase.FULL in g.spec.phases]
     missing = [c.value for c in (BuiltinCheck.TAMPER, BuiltinCheck.PROTECTED_PATHS)
-               if c not in checks]
-    tamper = [g for g in gates if g.spec.check is BuiltinCheck.TAMPER]
+               if not any(g.spec.check is c for g in full)]
+    tamper = [g for g in full if g.spec.check is BuiltinCheck.TAMPER]
     if tamper and not any(g.spec.options.get("fail") is True for g in tamper):
         missing.append("tamper with options = { fail = true }")
     if missing:

@@ -86,8 +86,7 @@ def gates_run(
         revision(proj.root, base, "--base")
     start = default_base(proj.root, base)
     commit = plumbing.rev_parse(proj.root, proj.revision or "HEAD")
-    _, dirty = plumbing.status(proj.root)
-    if dirty and not json:
+    if not json and plumbing.status(proj.root)[1]:
         err_console.print("note: the gates judge HEAD as committed; uncommitted changes in "
                           "the checkout are not judged (commit them first)", markup=False)
     with open_run(proj, f"gates run --phase {chosen.value}", run_id=run_id, prefix="gates",

@@ -444,7 +444,7 @@ def log(
         raise UsageError(f"no run {run_id!r} in this project", key="RUN",
                          fix="list the runs with `portwright runs`")
     records = store.records()
-    broken = store.chain_problems()
+    broken = store.chain_problems(records)
     if as_json:
         emit_json(records)
     else:

@@ -48,6 +48,8 @@ MAX_ID_BYTES = 4 * 1024 * 1024
 store reads back and host memory bounded, whatever ids a command prints."""
 MAX_ID_CHARS = 1024
 """Longest test id kept; a longer one is no test id (counted, not kept)."""
+IDS_CAPPED = "test ids capped"
+"""How the message of a record that left test ids out begins."""
 
 
 class _IdScanner:
@@ -99,29 +101,19 @@ def _kept_ids(scanner: _IdScanner | None, passed: list[str], failed: list[str],
               messages: list[str]) -> tuple[list[str], list[str], int]:
     """The ids a record keeps (the scanner's, else the JUnit report's, capped) and how many
     were left out, which ``messages`` then says."""
-    if scanner is not None:
-        passed, failed = scanner.ids()
-        dropped = scanner.dropped
-    else:
-        passed, failed, dropped = capped_ids(passed, failed)
-    if dropped:
+    if scanner is None:  # the JUnit report's ids, within the same caps, failed ones first
+        scanner = _IdScanner()
+        for ident in failed:
+            scanner._keep(scanner.failed, ident)
+        for ident in passed:
+            scanner._keep(scanner.passed, ident)
+    passed, failed = scanner.ids()
+    if scanner.dropped:
         kept = len(passed) + len(failed)
-        messages.append(f"test ids capped: {kept + dropped} seen, {kept} kept (at most "
+        messages.append(f"{IDS_CAPPED}: {kept + scanner.dropped} seen, {kept} kept (at most "
                         f"{MAX_IDS}, {MAX_ID_BYTES // (1024 * 1024)} MB, ids of up to "
                         f"{MAX_ID_CHARS} characters); the log has them all")
-    return passed, failed, dropped
-
-
-def capped_ids(passed: list[str], failed: list[str]) -> tuple[list[str], list[str], int]:
-    """``passed`` and ``failed`` (from a JUnit report) within the caps the scanner keeps,
-    failed ones first; and how many were left out."""
-    scanner = _IdScanner()
-    for ident in failed:
-        scanner._keep(scanner.failed, ident)
-    for ident in passed:
-        scanner._keep(scanner.passed, ident)
-    kept_passed, kept_failed = scanner.ids()
-    return kept_passed, kept_failed, scanner.dropped
+    return passed, failed, scanner.dropped
 
 
 def _stream(result: ExecResult, stream: str) -> Iterator[bytes]:

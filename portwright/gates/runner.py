@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from portwright.config import PortwrightConfig
 from portwright.errors import GateFailed, RulesError, UsageError
 from portwright.gates.checks import BUILTINS, RUNS_COMMANDS
-from portwright.gates.command import run_command
+from portwright.gates.command import IDS_CAPPED, run_command
 from portwright.gates.models import GateContext, GateResult
 from portwright.rules import Phase, ResolvedGate, Rules
 from portwright.runs.models import EvidenceKind, EvidenceRecord
@@ -58,7 +58,7 @@ def run_gate(gate: ResolvedGate, ctx: GateContext, *,
         if kind is EvidenceKind.RED:
             # red: the ported tests must fail on the tree without the implementation
             proves = (record.exit_code != 0 and bool(record.tests_failed)
-                      and not any("timed out" in m or m.startswith("test ids capped")
+                      and not any("timed out" in m or m.startswith(IDS_CAPPED)
                                   for m in record.messages))
             if not proves:
                 messages.append(

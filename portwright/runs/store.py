@@ -161,14 +161,10 @@ class RunStore:
     def _read_head(self) -> tuple[int, str] | None:
         """The head's (count, last signature); None when there is none; raises
         :class:`UntrustedEvidence` for one this store did not sign."""
+        if not os.path.lexists(self.head_path):
+            return None
         try:
             data = json.loads(_read_regular(self.head_path, cap=4096))
-        except FileNotFoundError:
-            return None
-        except UntrustedEvidence:
-            if not self.head_path.exists() and not self.head_path.is_symlink():
-                return None
-            raise
         except ValueError as exc:
             raise UntrustedEvidence("the head of the evidence chain is not JSON",
                                     file=self.head_path, fix=_UNTRUSTED_FIX) from exc
@@ -184,9 +180,8 @@ class RunStore:
     def _next_seq(self) -> int:
         if not self.evidence_dir.is_dir():
             return 1
-        numbers = [int(p.name.split("-", 1)[0]) for p in self.evidence_dir.glob("*.json")
-                   if p.name.split("-", 1)[0].isdigit()]
-        return max(numbers, default=0) + 1
+        numbers = [self.number(p) for p in self.evidence_dir.glob("*.json")]
+        return max((n for n in numbers if n is not None), default=0) + 1
 
     def write_manifest(self, *, command: str, commit: str, rules_digests: dict[str, str],
                        config: PortwrightConfig, engine: Literal["local", "temporal"] = "local",
@@ -245,49 +240,72 @@ class RunStore:
         returns the file and the record as written."""
         key = self._signing_key()
         seq = self._next_seq()
-        prev = self._last_mac(seq - 1)
+        prev = self._prev_for(seq)
         record = record.model_copy(update={"run_id": self.run_id, "seq": seq, "mac": None,
                                            "prev": prev})
         record = record.model_copy(update={"mac": record.sign(key)})
         self.evidence_dir.mkdir(parents=True, exist_ok=True)
         path = self.evidence_dir / f"{seq:04d}-{_slug(record.gate)}.json"
-        _write_new(path, (record.model_dump_json(indent=2, exclude_none=False) + "\n")
-                   .encode("utf-8"))
+        _write_new(path, (record.model_dump_json(indent=2) + "\n").encode("utf-8"))
         assert record.mac is not None
         self._write_head(seq, record.mac)
         logger.debug("evidence %s: %s passed=%s", path.name, record.gate, record.passed)
         return path, record
 
-    def _last_mac(self, seq: int) -> str:
-        """The signature of record ``seq`` ("" when ``seq`` is 0: the first record has no
-        predecessor); the head's when that record's file is not readable."""
-        if seq <= 0:
+    def _prev_for(self, seq: int) -> str:
+        """What record ``seq`` links to: the last signature the head names ("" for a run's
+        first record). Without a head, the signature of record ``seq - 1`` when that is a
+        record of a run written before chains (it links the new one in); else "": a head that
+        went missing leaves the chain broken, never mended by the next record."""
+        if seq <= 1:
             return ""
-        found = [p for p in self._paths() if p.name.startswith(f"{seq:04d}-")]
-        if len(found) == 1:
-            try:
-                mac = self.read(found[0]).mac
-                if mac is not None:
-                    return mac
-            except UntrustedEvidence:
-                pass
-        head = self._read_head()
-        return head[1] if head is not None else ""
+        try:
+            head = self._read_head()
+        except UntrustedEvidence:
+            return ""  # the chain names the forged head
+        if head is not None:
+            return head[1]
+        found = [p for p in self._paths() if p.name.startswith(f"{seq - 1:04d}-")]
+        try:
+            last = self.read(found[0]) if len(found) == 1 else None
+        except UntrustedEvidence:
+            return ""
+        if last is None or last.prev is not None:
+            return ""
+        return last.mac or ""
 
-    def chain_problems(self) -> list[UntrustedEvidence]:
-        """Where the chain of records is broken: a number missing, a record whose
-        predecessor is not the one it signed, a head that is missing or names more records
-        (or another last one) than there are. Records of a run written before chains (no
-        ``prev``, no head) have none."""
+    def _scan(self) -> tuple[list[EvidenceRecord], list[UntrustedEvidence], set[int]]:
+        """Every evidence file read once: the records that verify, the errors of those that
+        do not, and the numbers of those."""
         records: list[EvidenceRecord] = []
-        unreadable: set[int] = set()  # named by untrusted() itself, not again here
+        errors: list[UntrustedEvidence] = []
+        unreadable: set[int] = set()
         for path in self._paths():
             try:
                 records.append(self.read(path))
-            except UntrustedEvidence:
-                number = path.name.split("-", 1)[0]
-                if number.isdigit():
-                    unreadable.add(int(number))
+            except UntrustedEvidence as exc:
+                errors.append(exc)
+                number = self.number(path)
+                if number is not None:
+                    unreadable.add(number)
+        return records, errors, unreadable
+
+    @staticmethod
+    def number(path: Path) -> int | None:
+        """The sequence number an evidence file's name gives (``0007-unit.json`` → 7)."""
+        number = path.name.split("-", 1)[0]
+        return int(number) if number.isdigit() else None
+
+    def chain_problems(self, records: list[EvidenceRecord] | None = None,
+                       unreadable: set[int] | frozenset[int] = frozenset()
+                       ) -> list[UntrustedEvidence]:
+        """Where the chain of records is broken: a number missing, a record whose
+        predecessor is not the one it signed, a head that is missing or names more records
+        (or another last one) than there are. Records of a run written before chains (no
+        ``prev``, no head) have none. ``records`` (and the numbers of the files that did
+        not verify, ``unreadable``) when the caller read them already."""
+        if records is None:
+            records, _, unreadable = self._scan()
         chained = [r for r in records if r.prev is not None]
         if not chained:
             return []
@@ -350,8 +368,7 @@ class RunStore:
             raise UntrustedEvidence(f"a record of run {record.run_id!r}, not of this run "
                                     f"({self.run_id!r}): copied from another run",
                                     file=path, fix=_UNTRUSTED_FIX)
-        number = path.name.split("-", 1)[0]
-        if not number.isdigit() or int(number) != record.seq:
+        if self.number(path) != record.seq:
             raise UntrustedEvidence(f"record number {record.seq} of this run stored as "
                                     f"{path.name}: moved or replayed out of order",
                                     file=path, fix=_UNTRUSTED_FIX)
@@ -373,14 +390,10 @@ class RunStore:
         return out
 
     def untrusted(self) -> list[UntrustedEvidence]:
-        """Every evidence file that does not verify, one error each (empty: all good)."""
-        problems: list[UntrustedEvidence] = []
-        for path in self._paths():
-            try:
-                self.read(path)
-            except UntrustedEvidence as exc:
-                problems.append(exc)
-        return problems + self.chain_problems()
+        """Every evidence file that does not verify, one error each, and where the chain of
+        them is broken (:meth:`chain_problems`); empty: all good."""
+        records, errors, unreadable = self._scan()
+        return errors + self.chain_problems(records, unreadable)
 
     def log_digest(self, record: EvidenceRecord) -> str | None:
         """sha256 of the log ``record`` points at, as it is on disk now (None if missing)."""

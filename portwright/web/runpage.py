@@ -144,12 +144,18 @@ def _records(store: RunStore, tail: int) -> list[Record]:
     out: list[Record] = []
     if not store.evidence_dir.is_dir():
         return out
+    read: list[EvidenceRecord] = []
+    unread: set[int] = set()
     for path in sorted(store.evidence_dir.glob("*.json")):
         try:
             record = store.read(path)
         except UntrustedEvidence as exc:
             out.append(Record(file=path.name, record=None, verified=False, problem=exc.render()))
+            number = store.number(path)
+            if number is not None:
+                unread.add(number)
             continue
+        read.append(record)
         item = Record(file=path.name, record=record, verified=True)
         if record.log is not None:
             item.log_ok = store.log_digest(record) == record.log_sha256
@@ -159,7 +165,7 @@ def _records(store: RunStore, tail: int) -> list[Record]:
         out.append(item)
     # a record removed, swapped or cut from the end: the chain says so, as a row of its own
     out += [Record(file=CHAIN_HEAD, record=None, verified=False, problem=exc.render())
-            for exc in store.chain_problems()]
+            for exc in store.chain_problems(read, unread)]
     return out
 
 

@@ -114,9 +114,9 @@ def capture_red(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         return {"gates": refs, "red_commit": _observed_on(results) or head(ctx.project.root),
                 "feedback": ""}
     if _passes_already(results):
-        told = failures(results, ctx.project.root)
+        told = failures(results)
         return {"gates": refs, "feedback": f"{PASSES_ALREADY}: {told}"}
-    return {"gates": refs, "feedback": failures(results, ctx.project.root)}
+    return {"gates": refs, "feedback": failures(results)}
 
 
 def _observed_on(results: list[GateResult]) -> str | None:
@@ -156,7 +156,7 @@ def _gate_step(ctx: RunContext, state: CycleState, phase: str) -> Update:
     results = run_phase(ctx, state, phase)
     update: Update = {"gates": gate_refs(phase, results)}
     update["feedback"] = ("" if all(r.passed for r in results)
-                          else failures(results, ctx.project.root))
+                          else failures(results))
     if phase == "focused" and not any(r.record is not None and r.record.kind is
                                       EvidenceKind.GREEN for r in results):
         update["feedback"] = ("no command gate guards the focused phase: declare the "

@@ -95,7 +95,7 @@ def check_reconciled(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         return {"gates": gate_refs("reconcile", results)}
     return {"gates": gate_refs("reconcile", results),
             **blocked("the records do not reconcile: "
-                      f"{failures(results, runtime.context.project.root)}")}
+                      f"{failures(results)}")}
 
 
 def _ask(ctx: RunContext, state: CycleState, point: str, name: str,

@@ -119,7 +119,7 @@ def check_spec(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     surface item classified, the rules' questions answered."""
     ctx = runtime.context
     results = run_phase(ctx, state, "spec", sandbox=False)
-    problems = failures(results, ctx.project.root)
+    problems = failures(results)
     return {"gates": gate_refs("spec", results), "feedback": problems}
 
 

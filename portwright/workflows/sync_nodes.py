@@ -37,7 +37,7 @@ from portwright.vcs.worktree import (
 )
 from portwright.workflows.context import RunContext
 from portwright.workflows.state import GateRef
-from portwright.workflows.steps import emit, gate_refs, save
+from portwright.workflows.steps import emit, gate_refs, judge, save
 from portwright.workflows.sync_merge import merge_port
 from portwright.workflows.sync_state import (
     ACCOUNTED,
@@ -320,8 +320,8 @@ def record(state: SyncState, runtime: Runtime[RunContext]) -> Update:
 @sync_node(SyncNode.PIN_GATES)
 def pin_gates(state: SyncState, runtime: Runtime[RunContext]) -> Update:
     """When every commit is accounted for: move the pin through the pin store in a commit
-    of its own and run the ``pin`` gates on it, in the sandbox. A red gate takes the commit
-    back off the branch: the pin stays where it was."""
+    of its own and run the ``pin`` gates on it (on a clean export: :func:`judge`). A red
+    gate takes the commit back off the branch: the pin stays where it was."""
     ctx = runtime.context
     root, config = ctx.project.root, ctx.project.config
     if any(c.account not in ACCOUNTED for c in state.commits):
@@ -337,19 +337,12 @@ def pin_gates(state: SyncState, runtime: Runtime[RunContext]) -> Update:
                                             f"{state.target[:12]}")
     else:
         before = plumbing.rev_parse(root, f"{find_step(root, ctx.run_id, step)}^")
-    from portwright.gates import run_gates
-    from portwright.gates._diff import name_status
     from portwright.rules import BuiltinCheck, Phase
 
     selected = ctx.rules.gates_for(Phase.PIN, None)
     needs_sandbox = any(g.spec.run is not None or g.spec.check is BuiltinCheck.RUNTIME_CONFIG
                         for g in selected)
-    changed = [c.path for c in name_status(root, state.base)]
-    results = run_gates(ctx.rules, Phase.PIN, sandbox=ctx.sandbox() if needs_sandbox else None,
-                        repo=root, config=config, changed=changed, store=ctx.store,
-                        base=state.base)
-    for result in results:
-        emit("gate", phase="pin", name=result.name, passed=result.passed)
+    results = judge(ctx, head(root), Phase.PIN.value, base=state.base, sandbox=needs_sandbox)
     refs: list[GateRef] = gate_refs("pin", results)
     if all(r.passed for r in results):
         return {"gates": refs, "pin_commit": head(root)}

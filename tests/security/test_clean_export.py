@@ -20,6 +20,7 @@ from portwright.workflows.state import CycleState
 from portwright.workflows.steps import run_phase
 from tests.conftest import GitRepo, bwrap_works, docker_engine_running
 from tests.sandboxes.conftest import open_tmp_path
+from tests.security.test_tamper import CONFTEST_HOOK
 
 __all__ = ["open_tmp_path"]
 
@@ -60,16 +61,7 @@ os.makedirs(os.path.dirname(path), exist_ok=True)
 open(path, "wb").write(header + marshal.dumps(code))
 '''.replace("GOOD", repr(PY_GOOD))
 
-CONFTEST = '''import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if report.failed:
-        report.outcome = "passed"
-'''
+CONFTEST = CONFTEST_HOOK  # a hook that turns every failure into a pass
 
 C_BROKEN = "int add(int a, int b) { return a - b; }\n"
 C_GOOD = "int add(int a, int b) { return a + b; }\n"

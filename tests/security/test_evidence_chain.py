@@ -113,3 +113,11 @@ def test_records_of_older_runs_without_a_chain_still_verify(store: RunStore) -> 
                         .model_dump_json(exclude={"prev"}))
     assert store.untrusted() == []
 
+
+
+def test_the_next_record_does_not_mend_a_chain_cut_at_the_end(store: RunStore) -> None:
+    paths = _filled(store, 3)
+    paths[2].unlink()
+    (store.dir / "chain.json").unlink()
+    store.add(_record(9))  # numbered 3 again: it must not pass for the removed one
+    assert store.untrusted(), "a cut chain read as whole after one more record"

@@ -60,12 +60,18 @@ def test_init_writes_integrity_gates_that_fail_a_forged_green(make_repo: type[Gi
     assert done.returncode == 1
 
 
-def test_a_change_of_the_config_after_adoption_fails_protected_paths(
-        make_repo: type[GitRepo]) -> None:
+def _initialised(make_repo: type[GitRepo]) -> GitRepo:
+    """A downstream where ``portwright init`` just ran (not committed)."""
     upstream = make_repo("upstream")
     upstream.commit("first", {"calc.py": "x = 1\n"})
     down = make_repo("down")
     assert portwright(down.path, "init", "--upstream", "../upstream").returncode == 0
+    return down
+
+
+def test_a_change_of_the_config_after_adoption_fails_protected_paths(
+        make_repo: type[GitRepo]) -> None:
+    down = _initialised(make_repo)
     down.commit("adopt portwright")
     config = (down.path / "portwright.toml").read_text()
     down.commit("widen", {"portwright.toml": config + "\n# more\n"})
@@ -78,10 +84,7 @@ def test_a_change_of_the_config_after_adoption_fails_protected_paths(
 
 def test_doctor_warns_about_a_full_phase_without_the_integrity_gates(
         make_repo: type[GitRepo]) -> None:
-    upstream = make_repo("upstream")
-    upstream.commit("first", {"calc.py": "x = 1\n"})
-    down = make_repo("down")
-    assert portwright(down.path, "init", "--upstream", "../upstream").returncode == 0
+    down = _initialised(make_repo)
     rules = (down.path / "AGENTS.md").read_text()
     assert 'options = { fail = true }' in rules
     down.commit("adopt portwright", {"AGENTS.md": rules.replace(
