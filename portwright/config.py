@@ -219,6 +219,15 @@ class SandboxConfig(_Model):
     ``lockfiles`` as committed; sandboxes then start from that image, without network.
     bubblewrap and ``local``: run in every new sandbox, in the worktree (bubblewrap: no
     network)."""
+    base_build: str | None = None
+    """A shell command that builds the tree (``cmake -S . -B build && cmake --build build``,
+    ``npm ci``). portwright runs it on a clean export of the run's base — the commit the run
+    started from, never one an agent made — once per base, and each gate phase's export
+    then starts from what it left (its untracked files, files the phase's commit did not
+    change dated before them), so the phase's own build is incremental. Unset: every phase
+    builds from scratch."""
+    base_build_timeout: Seconds = 1800.0
+    """Timeout in seconds of ``base_build``."""
     lockfiles: list[RepoGlob] = Field(default_factory=lambda: list(DEFAULT_LOCKFILES))
     """Files the environment image is built from and keyed by (globs, as committed): a change
     to one of them, to ``setup``, to ``dockerfile`` or to the base image rebuilds it. Files a
@@ -247,6 +256,14 @@ class SandboxConfig(_Model):
     env: dict[str, str] = Field(default_factory=dict)
     """Environment passed into the sandbox. Nothing else from the host is passed; a forge's
     token (``GITHUB_TOKEN``, ``GH_TOKEN``, …, and ``[pr] token_env``) never is."""
+
+    @field_validator("base_build")
+    @classmethod
+    def _a_command(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("an empty command: set the command that builds the tree, or "
+                             "remove the key")
+        return value
 
     @field_validator("env")
     @classmethod

@@ -41,6 +41,16 @@ def register(app: typer.Typer) -> None:
         app.command()(command)
 
 
+def base_build_line(event: dict[str, Any]) -> str:
+    """A ``base_build`` progress event, as one line."""
+    if not event.get("ok"):
+        return (f"base build failed (exit {event.get('exit_code')}): gate phases build from "
+                f"scratch; its log: {event.get('log')}")
+    if event.get("reused"):
+        return f"base build reused ({event.get('files')} files)"
+    return f"base build: {event.get('files')} files, {event.get('seconds', 0):.1f} s"
+
+
 def _printer(as_json: bool) -> Any:
     def show(event: dict[str, Any]) -> None:
         if as_json:
@@ -56,6 +66,8 @@ def _printer(as_json: bool) -> Any:
         elif kind == "gate":
             mark = "[green]ok  [/]" if event["passed"] else "[red]FAIL[/]"
             console.print(f"    {mark} gate {escape(event['phase'])}/{escape(event['name'])}")
+        elif kind == "base_build":
+            console.print(f"    {escape(base_build_line(event))}", style="dim")
         elif kind == "red":
             console.print("    [red]red observed[/]: the ported tests fail without the "
                           "implementation")

@@ -73,6 +73,10 @@ class _Progress:
         elif kind == "gate" and not run_id:
             console.print(f"    {'ok  ' if event['passed'] else 'FAIL'} gate pin/"
                           f"{escape(str(event['name']))}", markup=False)
+        elif kind == "base_build" and not run_id:
+            from portwright.cli.runs import base_build_line
+
+            console.print(f"    {base_build_line(event)}", markup=False, style="dim")
         if self.live is not None:
             self.live.update(self.table())
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from portwright.agents.budget import RunBudget
     from portwright.agents.llm import LLMClient
     from portwright.sandboxes.base import Sandbox
+    from portwright.workflows.basebuild import BaseBuild
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,10 @@ class RunContext:
     _opening: Future[Sandbox] | None = field(default=None, repr=False)
     _client: LLMClient | None = field(default=None, repr=False)
     _budget: RunBudget | None = field(default=None, repr=False)
+    reported: set[str] = field(default_factory=set, repr=False)
+    """Keys of the base builds whose progress this run has reported."""
+    _slot: Path | bool | None = field(default=False, repr=False)
+    _base_builds: dict[str, Future[BaseBuild]] = field(default_factory=dict, repr=False)
 
     @property
     def dir(self) -> Path:
@@ -102,10 +107,12 @@ class RunContext:
         starting its container takes a few hundred milliseconds), so that the nodes before
         the first that needs it run meanwhile; that node waits for it (:meth:`sandbox`).
         The thread touches no state of the run's: what a sandbox is opened with (the
-        worktree, the upstream's path, the environment's source) is decided here. Opened
-        and never used: closed with the run; its error, if it could not open, is logged
-        and not raised (nothing needed it). Nothing when it is open or opening already, or
-        when the context lives for one node only (:attr:`open_ahead`)."""
+        worktree, the upstream's path, the environment's source) is decided here. The
+        base build (``[sandbox] base_build``) of the run's start commit starts on another
+        thread too. Opened and never used: closed with the run; its error, if it could not
+        open, is logged and not raised (nothing needed it). Nothing when it is open or
+        opening already, or when the context lives for one node only
+        (:attr:`open_ahead`)."""
         if not self.open_ahead or self._sandbox is not None or self._opening is not None:
             return
         new_sandbox = self._sandbox_opener()
@@ -121,6 +128,11 @@ class RunContext:
         threading.Thread(target=open_it, name=f"sandbox-{self.run_id}", daemon=True).start()
         self._opening = opening
         self._stack.callback(self._close_unused)
+        if self.project.config.sandbox.base_build is not None \
+                and self.commit not in self._base_builds:
+            slot = self._held_slot()
+            if slot is not None:
+                self._base_builds[self.commit] = self._building(slot, self.commit, ahead=True)
 
     def _close_unused(self) -> None:
         """The sandbox :meth:`warm_sandbox` opened, if no node took it: closed (after it
@@ -142,9 +154,66 @@ class RunContext:
         gates. Its logs go with the run's."""
         return self._sandbox_opener(tree)()
 
+    def base_build(self, base: str) -> tuple[Path, BaseBuild] | None:
+        """The slot the run's gate phases export into and the outputs of ``base``'s build
+        in it (:mod:`portwright.workflows.basebuild`; built on first use, once per base,
+        or ahead of it: :meth:`warm_sandbox`), or None: no ``[sandbox] base_build``, an
+        empty base, or every slot of the repository held by other processes. The slot is
+        the run's until it ends."""
+        from portwright.gates._diff import EMPTY_TREE
+
+        if self.project.config.sandbox.base_build is None or base == EMPTY_TREE:
+            return None
+        slot = self._held_slot()
+        if slot is None:
+            return None
+        base = plumbing.rev_parse(self.project.root, base)  # a name (HEAD~1) moves
+        for pending in self._base_builds.values():
+            pending.exception()  # one build at a time in the slot, and none under a phase
+        if base not in self._base_builds:
+            self._base_builds[base] = self._building(slot, base)
+        return slot, self._base_builds[base].result()
+
+    def _held_slot(self) -> Path | None:
+        from portwright.vcs.export import slot
+
+        if self._slot is False:
+            self._slot = self._stack.enter_context(slot(self.project.root))
+        return self._slot if isinstance(self._slot, Path) else None
+
+    def _building(self, slot: Path, base: str, *, ahead: bool = False) -> Future[BaseBuild]:
+        """``base``'s build (:func:`portwright.workflows.basebuild.ensure`), done now, or
+        ``ahead`` on a thread of its own (the run waits for it before it ends)."""
+        from portwright.workflows import basebuild
+
+        config, root, state = self.project.config.sandbox, self.project.root, \
+            self.project.state_dir
+        opener = self._sandbox_factory()
+        done: Future[BaseBuild] = Future()
+
+        def build() -> None:
+            try:
+                done.set_result(basebuild.ensure(root, base, config, slot, state, opener))
+            except BaseException as exc:  # raised again where it is used (base_build())
+                done.set_exception(exc)
+
+        if not ahead:
+            build()
+            return done
+        logger.info("building the base of run %s ahead of its first gate", self.run_id)
+        threading.Thread(target=build, name=f"base-build-{self.run_id}", daemon=True).start()
+        self._stack.callback(lambda: done.exception())  # the slot outlives its build
+        return done
+
     def _sandbox_opener(self, worktree: Path | None = None) -> Callable[[], Sandbox]:
         """What makes the run's sandbox (not yet opened; the engine asked which backend),
         on the run's worktree unless ``worktree`` names another tree."""
+        return partial(self._sandbox_factory(), worktree or self.project.root)
+
+    def _sandbox_factory(self) -> Callable[[Path], Sandbox]:
+        """What makes a sandbox of the run's on a tree it is given (not yet opened): what
+        else it is opened with (the upstream's path, the environment's source) decided
+        now, so that another thread can call it."""
         from portwright.runs.keys import evidence_key_dir
         from portwright.sandboxes import open_sandbox
         from portwright.sandboxes.envimage import EnvSource
@@ -155,11 +224,14 @@ class RunContext:
             upstream = None  # command gates can run without the upstream mounted
         source = EnvSource(self.project.root, self.project.revision or self.commit,
                            self.project.state_dir)
-        return partial(open_sandbox, self.project.config.sandbox,
-                       worktree=worktree or self.project.root,
-                       run_id=self.run_id, log_dir=self.dir / "sandbox-logs",
-                       key_dir=evidence_key_dir(), upstream=upstream,
-                       allow_local=self.allow_local, source=source)
+        config, log_dir = self.project.config.sandbox, self.dir / "sandbox-logs"
+
+        def make(tree: Path) -> Sandbox:
+            return open_sandbox(config, worktree=tree, run_id=self.run_id, log_dir=log_dir,
+                                key_dir=evidence_key_dir(), upstream=upstream,
+                                allow_local=self.allow_local, source=source)
+
+        return make
 
     def client(self) -> LLMClient:
         """The model client ([model] of the config, or the cassette)."""

@@ -29,7 +29,8 @@ from portwright.gates._diff import name_status
 from portwright.gates.models import GateResult
 from portwright.sandboxes.output import relative_to
 from portwright.vcs import plumbing
-from portwright.vcs.export import exported
+from portwright.vcs.export import exported, holds
+from portwright.workflows import basebuild
 from portwright.workflows.context import RUN_SOURCE, RunContext, RunSource
 from portwright.workflows.state import CycleState, GateRef, Node, RunStatus, Step
 
@@ -221,11 +222,19 @@ def judge(ctx: RunContext, commit: str, phase: str, *, base: str, sandbox: bool 
     ``sandbox``), measured from ``base``, recorded in the run's store. Nothing the session
     left in the worktree beside its commits reaches them; the files their messages name are
     named relative to the export (as they are in the commit)."""
-    with exported(ctx.project.root, commit, label=f"{ctx.run_id}-{phase}") as tree, \
+    built = ctx.base_build(base) if sandbox else None
+    if built is not None and built[1].key not in ctx.reported:
+        ctx.reported.add(built[1].key)
+        _report_base_build(built[1])
+    at = built[0] if built is not None and built[1].outputs is not None else None
+    again = at is not None and holds(ctx.project.root, at, commit)
+    with exported(ctx.project.root, commit, label=f"{ctx.run_id}-{phase}", at=at) as tree, \
             ExitStack() as stack:
+        changed = [c.path for c in name_status(tree, base, commit)]
+        if built is not None and not again:
+            basebuild.restore(built[1], tree, changed)
         box = stack.enter_context(ctx.fresh_sandbox(tree)) if sandbox else None
         snapshot = (commit, plumbing.tree_of(tree, commit), False)
-        changed = [c.path for c in name_status(tree, base, commit)]
         results = run_gates(ctx.rules, phase, sandbox=box, repo=tree,
                             config=ctx.project.config, changed=changed, only=only,
                             store=ctx.store, base=base, snapshot=snapshot)
@@ -233,6 +242,12 @@ def judge(ctx: RunContext, commit: str, phase: str, *, base: str, sandbox: bool 
         emit("gate", phase=phase, name=result.name, passed=result.passed)
     return [r.model_copy(update={"messages": [relative_to(m, tree) for m in r.messages]})
             for r in results]
+
+
+def _report_base_build(built: basebuild.BaseBuild) -> None:
+    """The base build's progress event: once a run, when it was made (or found)."""
+    emit("base_build", ok=built.outputs is not None, reused=built.reused, files=built.files,
+         seconds=round(built.seconds, 2), exit_code=built.exit_code, log=built.log)
 
 
 def failures(results: list[GateResult], root: Path | None = None, limit: int = 4000) -> str:
