@@ -118,3 +118,13 @@ def check_options(proj: Project, overrides: dict[str, str]) -> None:
     from portwright.config import apply_overrides
 
     apply_overrides(proj.config, overrides)
+
+
+def base_build_line(event: dict[str, Any]) -> str:
+    """A ``base_build`` progress event, as one line."""
+    if not event.get("ok"):
+        return (f"base build failed (exit {event.get('exit_code')}): gate phases build from "
+                f"scratch; its log: {event.get('log')}")
+    if event.get("reused"):
+        return f"base build reused ({event.get('files')} files)"
+    return f"base build: {event.get('files')} files, {event.get('seconds', 0):.1f} s"

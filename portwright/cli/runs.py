@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from portwright.cli.common import (
+    base_build_line,
     check_options,
     console,
     emit_json,
@@ -39,16 +40,6 @@ def register(app: typer.Typer) -> None:
     """Add this room's commands to ``app``."""
     for command in (run, resume, runs, status, log, report, approve, reject, edit, pr):
         app.command()(command)
-
-
-def base_build_line(event: dict[str, Any]) -> str:
-    """A ``base_build`` progress event, as one line."""
-    if not event.get("ok"):
-        return (f"base build failed (exit {event.get('exit_code')}): gate phases build from "
-                f"scratch; its log: {event.get('log')}")
-    if event.get("reused"):
-        return f"base build reused ({event.get('files')} files)"
-    return f"base build: {event.get('files')} files, {event.get('seconds', 0):.1f} s"
 
 
 def _printer(as_json: bool) -> Any:

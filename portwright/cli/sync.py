@@ -16,6 +16,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from portwright.cli.common import (
+    base_build_line,
     console,
     emit_json,
     err_console,
@@ -74,8 +75,6 @@ class _Progress:
             console.print(f"    {'ok  ' if event['passed'] else 'FAIL'} gate pin/"
                           f"{escape(str(event['name']))}", markup=False)
         elif kind == "base_build" and not run_id:
-            from portwright.cli.runs import base_build_line
-
             console.print(f"    {base_build_line(event)}", markup=False, style="dim")
         if self.live is not None:
             self.live.update(self.table())
