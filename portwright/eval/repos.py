@@ -92,8 +92,9 @@ def _sha(task: PortTask, repo: Path, rev: str, key: str) -> str:
 
 def resolve(task: PortTask, root: Path) -> ResolvedTask:
     """``task`` with its clones found under ``root`` and its revisions resolved: the pin
-    (default: the parent of the first commit) comes before the commits, oldest first, and
-    ``port`` descends from ``parent``."""
+    (default: the parent of the first commit) comes before the commits, oldest first,
+    ``port`` descends from ``parent``, and the upstream's history up to the last commit does
+    not hold ``port``."""
     upstream, downstream = _clone(task, "upstream", root), _clone(task, "downstream", root)
     commits = tuple(_sha(task, upstream, rev, "upstream.commits")
                     for rev in task.upstream.commits)
@@ -112,4 +113,9 @@ def resolve(task: PortTask, root: Path) -> ResolvedTask:
         raise task.error(f"the port {port[:12]} does not descend from the parent {parent[:12]}",
                          "downstream.port",
                          "set parent to the commit the real port started from (port^)")
+    if plumbing.is_ancestor(upstream, port, commits[-1]):  # a fork that merged the port
+        raise task.error(f"the upstream's history up to {commits[-1][:12]} holds the port "
+                         f"{port[:12]}: its workspace would hand an agent the answer",
+                         "upstream.commits", "choose upstream commits that come before the "
+                         "port, or a port the upstream never merged")
     return ResolvedTask(task, upstream, downstream, commits, pin, parent, port)

@@ -3,9 +3,10 @@ used for a while is removed.
 
 The store (:mod:`portwright.eval.validate`) keeps, per task, an *entry* for each key it was
 validated under — ``<slug>/<key>.json`` (the record), ``<key>.ccache/`` (its compiler
-cache), ``<key>.lock`` — and a *seed* per parent (``_seeds/<parent>.git``). Nothing else
-removes them, so a machine that runs the suite every night, its images rebuilt now and
-then, keeps every older key's compiler cache. An entry's last use is its record's time:
+cache), ``<key>.lock`` — and a *seed* per commit a workspace fetches (``_seeds/<sha>.git``:
+a parent, an upstream's last commit). Nothing else removes them, so a machine that runs
+the suite every night, its images rebuilt now and then, keeps every older key's compiler
+cache. An entry's last use is its record's time:
 written when the task is validated, touched each time a validation takes it from the store;
 a seed's is its folder's time, touched each time a workspace copies it. ``prune_store``
 removes each entry and seed whose last use is older than the age given, and the leftovers of
@@ -15,7 +16,7 @@ An entry is removed under its lock, taken without waiting: one that a validation
 left for the next prune (:attr:`PruneReport.in_use`); what cannot be removed (a permission)
 is named (:attr:`PruneReport.failed`) and the prune goes on. Its record goes first, so an entry cut
 short by a crash here is never used (validation ignores an entry without a record). A seed
-has no lock: a workspace copying one as it goes fails its copy and fetches the parent
+has no lock: a workspace copying one as it goes fails its copy and fetches the commit
 instead. Nothing is followed out of the store: a link found in it is removed as a link.
 
 The sizes reported are those of the files removed; a compiler cache is also linked into the

@@ -35,10 +35,11 @@ output folder, which stays self-contained, as if it had validated the task itsel
 logs of the sandboxes are not there). ``revalidate`` (``--revalidate``) observes the task
 again whatever is stored, and replaces the entry.
 
-The store also keeps the *seeds* of the workspaces' downstreams (:func:`seed_dir`,
-``eval/validation/_seeds/<parent>.git``): each parent's history fetched once, which every
-workspace of a task with that parent, validation's and the runs', copies instead of fetching
-it again (:mod:`portwright.eval.workspace`). Taking an entry or a seed marks it used; ``eval
+The store also keeps the *seeds* of the workspaces' repositories (:func:`seed_dir`,
+``eval/validation/_seeds/<sha>.git``): each parent's history, and each upstream's up to a
+task's last commit, fetched once, which every workspace of a task with that commit,
+validation's and the runs', copies instead of fetching it again
+(:mod:`portwright.eval.workspace`). Taking an entry or a seed marks it used; ``eval
 prune`` (:mod:`portwright.eval.store`) removes those unused for a while.
 
 The store is written by this host, but what is read from it is checked as any input: a
@@ -154,8 +155,9 @@ def store_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def seed_dir(store: Path) -> Path:
-    """The seeds of the workspaces' downstreams (:func:`~portwright.eval.workspace.prepare`):
-    each parent's history, fetched once, in ``store`` (a name no task's slug can have)."""
+    """The seeds of the workspaces' repositories (:func:`~portwright.eval.workspace.prepare`):
+    each parent's and upstream last commit's history, fetched once, in ``store`` (a name no
+    task's slug can have)."""
     return store / SEEDS
 
 

@@ -3,8 +3,9 @@ harness commit, made under a folder of the output and never in a clone a person 
 
 ::
 
-    <where>/upstream/<name>    a clone of the upstream (objects hardlinked), HEAD detached at
-                               the pin
+    <where>/upstream/<name>    a new repository holding only the history of the task's last
+                               upstream commit (``refs/eval/target``), HEAD detached at the
+                               pin
     <where>/downstream/<name>  a new repository holding only ``parent``'s history, its
                                ``main`` the harness commit (:mod:`portwright.eval.harness`)
                                on ``parent``
@@ -12,15 +13,25 @@ harness commit, made under a folder of the output and never in a clone a person 
 ``<name>`` is the repository's name (``owner/<name>``): what names the environment image
 (``portwright/env-<name>``) and what agents see.
 
-The downstream gets ``parent`` by a fetch of that one commit: the real porting commit (and
-anything else after ``parent``) is never in it, so no agent can read the answer. It has no
-remote. With a seeds folder (the validation store's, :func:`prepare`'s ``seeds``), that fetch
-is made once per ``parent``, into an empty repository of its own there (the *seed*,
-``<seeds>/<parent>.git``), and every workspace of that parent copies the seed's packs (copies,
-not links: nothing a workspace's sandboxes do reaches the seed) instead of fetching again and
-indexing what it received. A seed is used only when it is a folder, not a link, and the
-copy holds ``parent`` and not ``port``; otherwise the copied packs are removed and the parent
-fetched from the clone, as without seeds.
+Each repository is filled by a fetch of that one commit from the task's clone, never by a
+local clone: a local clone hard-links the clone's object files (a sandbox that could write
+one would change the clone) and takes its alternates and every object it holds or borrows
+— a fork's upstream clone that fetched the downstream, or shares its object store, holds
+the port. A fetch sends the commit's history alone, whatever else the clone holds, into
+files of the workspace's own. So the real porting commit (and anything else after
+``parent``) is never in the workspace: no agent can read the answer. Neither repository
+has a remote or alternates; the upstream's config names the clone it was fetched from
+(``portwright.source``), and an upstream made otherwise (by an older portwright, or from
+another clone) is made again. A task whose upstream commits come after the port (a fork
+that merged it) is refused by :func:`~portwright.eval.repos.resolve`.
+
+With a seeds folder (the validation store's, :func:`prepare`'s ``seeds``), each fetch is
+made once per commit (``parent``, the upstream's last), into an empty repository of its
+own there (the *seed*, ``<seeds>/<sha>.git``), and every workspace of that commit copies
+the seed's packs (copies, not links: nothing a workspace's sandboxes do reaches the seed)
+instead of fetching again and indexing what it received. A seed is used only when it is
+a folder, not a link, and the copy holds its commit and not ``port``; otherwise the copied
+packs are removed and the commit fetched from the clone, as without seeds.
 
 The harness commit is made with fixed identity and dates, so the same task gives the same
 sha; :func:`prepare` run again finds everything in place and changes nothing (a half
@@ -92,17 +103,34 @@ def _has_commit(repo: Path, sha: str) -> bool:
     return plumbing.run(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
 
 
-def _origin(repo: Path) -> str:
-    return plumbing.run(repo, "config", "--get", "remote.origin.url").stdout.decode().strip()
+SOURCE_KEY = "portwright.source"
+"""The upstream clone's config key naming the clone it was fetched from."""
+TARGET_REF = "refs/eval/target"
+"""The upstream clone's ref at the last of the task's commits (its history kept whole)."""
 
 
-def _upstream(source: Path, dest: Path, pin: str) -> Path:
-    if (dest / ".git").is_dir() and _origin(dest) != str(source):
-        shutil.rmtree(dest)  # the clone of another upstream (the task changed): made again
+def _made_from(repo: Path, source: Path, target: str) -> bool:
+    """Whether the upstream clone ``repo`` was fetched from ``source`` and holds ``target``
+    (a clone an older portwright made by a local clone, or of another upstream, is not)."""
+    done = plumbing.run(repo, "config", "--get", SOURCE_KEY)
+    return done.stdout.decode().strip() == str(source) and _has_commit(repo, target)
+
+
+def _upstream(source: Path, dest: Path, pin: str, target: str, port: str,
+              seeds: Path | None) -> Path:
+    """The upstream clone: a new repository given ``target``'s history alone, by one fetch
+    or a copy of its seed (no hard link to ``source``'s objects, none of its alternates,
+    no other branch of it), HEAD detached at ``pin``."""
+    if (dest / ".git").is_dir() and not _made_from(dest, source, target):
+        shutil.rmtree(dest)
     if not (dest / ".git").is_dir():
         partial = _fresh(dest)
-        plumbing.git(dest.parent, "clone", "--quiet", "--no-checkout", str(source),
-                     partial.name)
+        partial.mkdir()
+        plumbing.git(partial, "init", "--quiet")
+        if seeds is None or not _seeded(source, partial, target, port, seeds):
+            _fetch(partial, source, target)
+        plumbing.git(partial, "update-ref", TARGET_REF, target)
+        plumbing.git(partial, "config", SOURCE_KEY, str(source))
         partial.rename(dest)
     if plumbing.run(dest, "rev-parse", "--verify", "--quiet", "HEAD").stdout.decode().strip() \
             != pin or plumbing.run(dest, "status", "--porcelain").stdout.strip():
@@ -110,28 +138,29 @@ def _upstream(source: Path, dest: Path, pin: str) -> Path:
     return dest.resolve()
 
 
-def _fetch(repo: Path, source: Path, parent: str, *config: str) -> None:
-    """``parent``'s history fetched from ``source`` into ``repo``: by its sha, which no ref
-    of the source may name (its upload-pack is told to serve it); only parent's history
-    comes, never a commit after it."""
+def _fetch(repo: Path, source: Path, rev: str, *config: str) -> None:
+    """``rev``'s history fetched from ``source`` into ``repo``: by its sha, which no ref of
+    the source may name (its upload-pack is told to serve it); only rev's history comes,
+    never a commit after it, whatever else the source holds or borrows."""
     plumbing.git(repo, "-c", "uploadpack.allowAnySHA1InWant=true", *config, "fetch",
-                 "--quiet", "--no-tags", "--no-write-fetch-head", str(source), parent)
+                 "--quiet", "--no-tags", "--no-write-fetch-head", str(source), rev)
 
 
-def _seed(source: Path, parent: str, seeds: Path) -> Path | None:
-    """The seed of ``parent`` in ``seeds``: a bare repository holding ``parent``'s history
-    alone (a ref names it), fetched from ``source`` into an empty repository when missing;
-    None when it cannot be made (a warning says why)."""
-    seed = seeds / f"{parent}.git"
+def _seed(source: Path, rev: str, seeds: Path) -> Path | None:
+    """The seed of ``rev`` in ``seeds``: a bare repository holding ``rev``'s history alone
+    (a ref names it), fetched from ``source`` into an empty repository when missing; None
+    when it cannot be made (a warning says why). A sha's history is the same from any
+    clone, so one seed serves every source of it."""
+    seed = seeds / f"{rev}.git"
     if seed.is_symlink() or seed.exists():
         return seed
     temp: Path | None = None
     try:
         private_folder(seeds)
-        temp = Path(tempfile.mkdtemp(prefix=f"{parent[:12]}.", suffix=".partial", dir=seeds))
+        temp = Path(tempfile.mkdtemp(prefix=f"{rev[:12]}.", suffix=".partial", dir=seeds))
         plumbing.git(temp, "init", "--quiet", "--bare")
-        _fetch(temp, source, parent, "-c", "fetch.unpackLimit=1")  # kept as a pack, however small
-        plumbing.git(temp, "update-ref", "refs/seed", parent)
+        _fetch(temp, source, rev, "-c", "fetch.unpackLimit=1")  # kept as a pack, however small
+        plumbing.git(temp, "update-ref", "refs/seed", rev)
         try:
             temp.rename(seed)
         except OSError:  # another process made it first
@@ -140,7 +169,7 @@ def _seed(source: Path, parent: str, seeds: Path) -> Path | None:
         else:
             temp = None
     except (OSError, RepositoryError) as exc:
-        logger.warning("no seed of %s in %s (%s): the workspace fetches it", parent[:12],
+        logger.warning("no seed of %s in %s (%s): the workspace fetches it", rev[:12],
                        seeds, exc)
         return None
     finally:
@@ -152,10 +181,11 @@ def _seed(source: Path, parent: str, seeds: Path) -> Path | None:
 _PACK_FILES = (".pack", ".idx", ".rev")
 
 
-def _seeded(source: Path, dest: Path, parent: str, port: str, seeds: Path) -> bool:
-    """``dest`` given ``parent``'s history by copies of its seed's packs (:func:`_seed`);
-    False, with nothing copied left behind, when there is no usable seed."""
-    seed = _seed(source, parent, seeds)
+def _seeded(source: Path, dest: Path, rev: str, port: str, seeds: Path) -> bool:
+    """``dest`` given ``rev``'s history by copies of its seed's packs (:func:`_seed`);
+    False, with nothing copied left behind, when there is no usable seed (one that is a
+    link, lacks ``rev`` or holds ``port``)."""
+    seed = _seed(source, rev, seeds)
     if seed is None:
         return False
     packs = seed / "objects" / "pack"
@@ -171,16 +201,16 @@ def _seeded(source: Path, dest: Path, parent: str, port: str, seeds: Path) -> bo
                     copied.append(target)
                     shutil.copyfile(path, target)
                     target.chmod(0o444)
-            problem = "it does not hold the parent"
-            if _has_commit(dest, parent):
+            problem = f"it does not hold {rev[:12]}"
+            if _has_commit(dest, rev):
                 problem = "it holds the port"
                 if not _has_commit(dest, port):
                     touch(seed)  # used: `eval prune` keeps it
                     return True
     except OSError as exc:
         problem = str(exc)
-    logger.warning("the seed %s is not used (%s): the workspace fetches the parent",
-                   seed, problem)
+    logger.warning("the seed %s is not used (%s): the workspace fetches %s",
+                   seed, problem, rev[:12])
     for target in copied:
         target.unlink(missing_ok=True)
     return False
@@ -261,11 +291,11 @@ def prepare(task: PortTask, repos: Path, where: Path, *,
             model: Mapping[str, Any] | None = None, seeds: Path | None = None) -> Workspace:
     """The workspace of ``task`` under ``where`` (made, or found in place), its
     repositories found in ``repos``; ``model`` (the ``[model]`` table) goes into the
-    harness's ``portwright.toml`` when given. With ``seeds``, the downstream copies the
-    parent's history from its seed there (made when missing) instead of fetching it."""
+    harness's ``portwright.toml`` when given. With ``seeds``, each repository copies its
+    commit's history from its seed there (made when missing) instead of fetching it."""
     resolved = resolve(task, repos)
     upstream = _upstream(resolved.upstream, where / "upstream" / _name(task.upstream.repo),
-                         resolved.pin)
+                         resolved.pin, resolved.commits[-1], resolved.port, seeds)
     downstream = _downstream(resolved.downstream,
                              where / "downstream" / _name(task.downstream.repo), resolved.parent,
                              resolved.port, seeds)

@@ -222,8 +222,9 @@ def test_a_task_moved_to_another_upstream_clone_gets_a_new_clone(tmp_path: Path)
                                                    'repo = "mirror/calc-js"'))
     second = prepare(moved, pair.repos, tmp_path / "work")
     assert second.upstream == first.upstream
-    origin = git(second.upstream, "config", "remote.origin.url").stdout.strip()
-    assert origin == str((pair.repos / "mirror" / "calc-js").resolve())
+    source = git(second.upstream, "config", "portwright.source").stdout.strip()
+    assert source == str((pair.repos / "mirror" / "calc-js").resolve())
+    assert git(second.upstream, "remote").stdout == ""
     assert git(second.upstream, "rev-parse", "HEAD").stdout.strip() == pair.pin
 
 
@@ -258,17 +259,18 @@ def _fetches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
 
 def test_a_seeded_workspace_copies_the_parents_history_fetched_once(
         pair: Pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a seeds folder, the parent's history is fetched once, into a repository of its
-    own there; every workspace of that parent copies its packs (the index and the
-    connectivity check of a fetch are not redone) and is the same as a fetched one."""
+    """With a seeds folder, the parent's history and the upstream's up to the last commit
+    are fetched once, each into a repository of its own there; every workspace of them
+    copies their packs (the index and the connectivity check of a fetch are not redone)
+    and is the same as a fetched one."""
     task = load(tmp_path, task_toml(pair))
     seeds = tmp_path / "seeds"
     fetched = prepare(task, pair.repos, tmp_path / "fetched")
     fetches = _fetches(monkeypatch)
     first = prepare(task, pair.repos, tmp_path / "first", seeds=seeds)
-    assert len(fetches) == 1
+    assert [f[-1] for f in fetches] == [pair.change, pair.parent]
     second = prepare(task, pair.repos, tmp_path / "second", seeds=seeds)
-    assert len(fetches) == 1  # the seed's packs copied, nothing fetched
+    assert len(fetches) == 2  # the seeds' packs copied, nothing fetched
     assert first.harness == second.harness == fetched.harness
     for ws in (first, second):
         assert git(ws.downstream, "rev-parse", "main", "main^").stdout.split() == [
@@ -281,7 +283,12 @@ def test_a_seeded_workspace_copies_the_parents_history_fetched_once(
         packs = sorted((ws.downstream / ".git" / "objects" / "pack").iterdir())
         assert packs
         assert all(p.stat().st_nlink == 1 for p in packs)  # copies, not links
-    assert [p.name for p in seeds.iterdir()] == [f"{pair.parent}.git"]
+        assert git(ws.upstream, "rev-parse", "HEAD").stdout.strip() == pair.pin
+        assert git(ws.upstream, "fsck", "--no-dangling").returncode == 0
+        assert all(p.stat().st_nlink == 1
+                   for p in (ws.upstream / ".git" / "objects" / "pack").iterdir())
+    assert sorted(p.name for p in seeds.iterdir()) == sorted(
+        [f"{pair.parent}.git", f"{pair.change}.git"])
 
 
 def test_a_seed_that_holds_the_port_is_not_used(
@@ -297,7 +304,7 @@ def test_a_seed_that_holds_the_port_is_not_used(
     git(seed, "fetch", "-q", str(pair.downstream.path), f"{pair.port}:refs/heads/port")
     fetches = _fetches(monkeypatch)
     ws = prepare(task, pair.repos, tmp_path / "work", seeds=seeds)
-    assert len(fetches) == 1
+    assert [f[-1] for f in fetches] == [pair.change, pair.parent]  # the parent from the clone
     assert git(ws.downstream, "cat-file", "-e", pair.port, check=False).returncode != 0
     assert git(ws.downstream, "rev-parse", "main^").stdout.strip() == pair.parent
     assert git(ws.downstream, "fsck", "--no-dangling").returncode == 0
@@ -311,6 +318,6 @@ def test_a_seed_that_is_a_link_is_not_used(
     (seeds / f"{pair.parent}.git").symlink_to(pair.downstream.path / ".git")
     fetches = _fetches(monkeypatch)
     ws = prepare(task, pair.repos, tmp_path / "work", seeds=seeds)
-    assert len(fetches) == 1
+    assert [f[-1] for f in fetches] == [pair.change, pair.parent]  # the parent from the clone
     assert git(ws.downstream, "cat-file", "-e", pair.port, check=False).returncode != 0
     assert git(ws.downstream, "rev-parse", "main^").stdout.strip() == pair.parent
