@@ -10,6 +10,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from portwright.environment import PREFIX as ENV_PREFIX
+from portwright.redact import credentials_in
 from portwright.values import Seconds
 
 
@@ -79,7 +80,7 @@ class PRConfig(BaseModel):
             return None
         if not value.strip() or value.startswith("-") or any(c.isspace() for c in value):
             raise ValueError("must be a non-empty name without spaces, not starting with '-'")
-        if re.match(r"^[a-z][a-z0-9+.-]*://[^/@]*@", value):
+        if credentials_in(value):
             raise ValueError("holds credentials: the token comes from token_env, never from "
                              "portwright.toml")
         return value

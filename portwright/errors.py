@@ -29,16 +29,23 @@
             └── SandboxDied        the container went away under a command
 
 Exceptions are plain data: they format themselves and have no side effects.
-Raise them ``from`` their cause.
+Raise them ``from`` their cause. What one says is redacted (:mod:`portwright.redact`): an
+endpoint that echoes a key, a URL with a password, never reaches a message, a state field
+or a log through an exception.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from portwright.redact import redact
+
 
 class PortwrightError(Exception):
     """Base of every error portwright raises on purpose."""
+
+    def __str__(self) -> str:
+        return redact(super().__str__())
 
 
 class UsageError(PortwrightError):
@@ -67,7 +74,7 @@ class UsageError(PortwrightError):
         head = f"{where}: " if where else ""
         key = f"[{self.key}] " if self.key else ""
         tail = f"\n  fix: {self.fix}" if self.fix else ""
-        return f"{head}{key}{self.message}{tail}"
+        return redact(f"{head}{key}{self.message}{tail}")
 
 
 class ConfigError(UsageError):

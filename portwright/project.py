@@ -40,9 +40,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from portwright.config import CONFIG_FILE, PortwrightConfig, load_config, parse_config
+from portwright.config_pr import SECRET_NAMES
 from portwright.environment import STATE_ENV as STATE_ENV  # re-exported
 from portwright.environment import default_state_home, private_folder
 from portwright.errors import ConfigError, RepositoryError, UsageError
+from portwright.redact import register_environment
 from portwright.vcs import plumbing
 from portwright.vcs.upstream import clone_or_fetch, is_url
 
@@ -54,6 +56,18 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+_OWN_SECRET = re.compile(r"^PORTWRIGHT_\w*(?:TOKEN|SECRET|PASSWORD|API_KEY)\w*$")
+
+
+def secret_names(config: PortwrightConfig, environ: Mapping[str, str]) -> set[str]:
+    """The environment variables whose values are secrets: the model's key
+    (``[model] api_key_env``), the forge's token (``[pr] token_env`` and the usual names),
+    the Temporal API key's variable, and portwright's own tokens (``PORTWRIGHT_WEB_TOKEN``,
+    any ``PORTWRIGHT_*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*API_KEY*``)."""
+    names = {config.model.api_key_env, config.pr.token_env, *SECRET_NAMES,
+             *(name for name in environ if _OWN_SECRET.match(name))}
+    temporal_key = getattr(config.temporal, "api_key_env", None)
+    return names | ({temporal_key} if isinstance(temporal_key, str) else set())
 
 
 def record_globs(config: PortwrightConfig) -> list[str]:
@@ -80,6 +94,10 @@ class Project:
     read: PortwrightConfig | None = field(default=None, repr=False, compare=False)
     """The config :meth:`load` read at :attr:`revision` (a copy made with another config
     keeps it: :attr:`as_committed` tells them apart)."""
+
+    def __post_init__(self) -> None:
+        # what the config names as secrets is masked in everything written from now on
+        register_environment(self.environ, secret_names(self.config, self.environ))
 
     @classmethod
     def load(cls, root: Path, *, at: str | None = None,

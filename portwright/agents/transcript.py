@@ -9,7 +9,8 @@ One JSON object a line, each with an ``event``:
 - ``end``: the outcome (status, reason, totals, result).
 
 Times are kept in ``t`` (seconds since the turn began) so that two transcripts of the
-same turn compare equal once ``t`` is dropped.
+same turn compare equal once ``t`` is dropped. Every event is redacted
+(:mod:`portwright.redact`) before it is kept or written.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import json
 import time
 from pathlib import Path
 from typing import Any
+
+from portwright.redact import redact_data
 
 TRANSCRIPT_NAME = "transcript.jsonl"
 
@@ -33,7 +36,8 @@ class Transcript:
             path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, event: str, **fields: Any) -> None:
-        record = {"event": event, **fields, "t": round(time.monotonic() - self._start, 3)}
+        record = redact_data({"event": event, **fields,
+                              "t": round(time.monotonic() - self._start, 3)})
         self.events.append(record)
         if self.path is not None:
             with self.path.open("a", encoding="utf-8") as handle:

@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import IO, Annotated, Any, NoReturn
 
 import typer
 from rich.logging import RichHandler
@@ -18,6 +18,7 @@ from rich.markup import escape
 from portwright import __version__
 from portwright.cli.common import STATE, err_console
 from portwright.errors import PortwrightError, RunFailure, UsageError
+from portwright.redact import redact
 
 app = typer.Typer(
     name="portwright",
@@ -88,6 +89,21 @@ def exit_now(code: object) -> NoReturn:
     os._exit(status)
 
 
+class Redacted:
+    """A text stream that redacts (:mod:`portwright.redact`) everything written to it:
+    the CLI's standard output and error (its printing, rich's consoles, its logs)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def run_main() -> None:
     """Turns portwright's errors into messages and exit codes.
 
@@ -98,6 +114,8 @@ def run_main() -> None:
     ``interrupted`` and its sandbox is removed before the process exits.
     """
     as_json = wants_json(sys.argv[1:])
+    if not isinstance(sys.stdout, Redacted):
+        sys.stdout, sys.stderr = Redacted(sys.stdout), Redacted(sys.stderr)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _stop)
     try:

@@ -62,8 +62,10 @@ def revision(repo: Path, rev: str, option: str) -> str:
 
 
 def emit_json(payload: Any) -> None:
-    """Print ``payload`` (pydantic models welcome) as JSON on stdout."""
-    print(json.dumps(_plain(payload), indent=2, sort_keys=False, default=str))
+    """Print ``payload`` (pydantic models welcome) as JSON on stdout, redacted."""
+    from portwright.redact import redact_data
+
+    print(json.dumps(redact_data(_plain(payload)), indent=2, sort_keys=False, default=str))
 
 
 def _plain(value: Any) -> Any:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from portwright.redact import redact
 from portwright.runs.models import EvidenceKind, EvidenceRecord
 
 
@@ -25,8 +26,8 @@ def md_text(text: object) -> str:
     """``text`` (a model's or a command's) as one line of markdown text: no table cell it
     could end, no HTML (an entity for each ``&``, ``<``, ``>``: a ``<!--`` or a
     ``<details>`` it wrote would hide or fold the sections after it), no code span it could
-    close (a backtick is an entity too)."""
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    close (a backtick is an entity too), no secret (:func:`portwright.redact.redact`)."""
+    return (redact(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("`", "&#96;").replace("|", "\\|").replace("\n", " ").strip())
 
 
@@ -54,7 +55,7 @@ def spend(run_dir: Path) -> dict[str, dict[str, float]]:
 
 def render_report(run_dir: Path, state: Mapping[str, Any], records: list[EvidenceRecord], *,
                   ledger_diff: str = "") -> str:
-    """The report of one run."""
+    """The report of one run (redacted: it is a pull request's body)."""
     parts = [f"# portwright run `{state.get('run_id', run_dir.name)}`: row "
              f"`{state.get('row', '?')}`", "",
              f"- status: **{state.get('status', '?')}**"
@@ -72,7 +73,7 @@ def render_report(run_dir: Path, state: Mapping[str, Any], records: list[Evidenc
     if ledger_diff.strip():
         parts += ["## Ledger and matrix rows", "", "```diff", ledger_diff.strip(), "```", ""]
     parts += _cost(run_dir) + _timeline(state)
-    return "\n".join(parts).rstrip() + "\n"
+    return redact("\n".join(parts).rstrip() + "\n")
 
 
 def _gap(run_dir: Path) -> list[str]:

@@ -46,6 +46,7 @@ from pydantic import ValidationError
 
 from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError, UsageError
+from portwright.redact import redact_data
 from portwright.runs.keys import evidence_key
 from portwright.runs.models import EvidenceKind, EvidenceRecord, RunManifest
 
@@ -187,15 +188,17 @@ class RunStore:
                        config: PortwrightConfig, engine: Literal["local", "temporal"] = "local",
                        workflow_id: str | None = None) -> Path:
         """Record what the run used: its command, the downstream commit, the sha256 of every
-        rules file, the configuration (secrets are never in it: only variable names), and
-        what drives it (``engine``, the Temporal ``workflow_id``)."""
+        rules file, the configuration (redacted: a password in a URL, such as
+        ``[runs] checkpoint_url``'s, is masked; a key or token is only ever named by its
+        variable), and what drives it (``engine``, the Temporal ``workflow_id``)."""
         from portwright import __version__
 
         self.dir.mkdir(parents=True, exist_ok=True)
         path = self.dir / "run.json"
         manifest = RunManifest(run_id=self.run_id, command=command, commit=commit,
                                portwright=__version__, created=datetime.now(UTC),
-                               rules=rules_digests, config=config.model_dump(mode="json"),
+                               rules=rules_digests,
+                               config=redact_data(config.model_dump(mode="json")),
                                engine=engine, workflow_id=workflow_id)
         _write_new(path, (manifest.model_dump_json(indent=2) + "\n").encode("utf-8"),
                    replace=True)

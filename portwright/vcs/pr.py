@@ -23,9 +23,10 @@ import json
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from portwright.config import PRBackendKind, PRConfig
+from portwright.redact import redact
 
 BODY_FILE = "pr.md"
 """The body a backend published, in its folder."""
@@ -53,6 +54,11 @@ class PRRequest(BaseModel):
     """Logins, or ``org/team`` for a team."""
     run_id: str = ""
     """The run it comes from (named in a trimmed body's note)."""
+
+    @field_validator("title", "body")
+    @classmethod
+    def _redacted(cls, value: str) -> str:
+        return redact(value)  # whatever the backend, no secret is published
 
     @classmethod
     def from_config(cls, config: PRConfig, *, branch: str, title: str, body: str,

@@ -9,7 +9,7 @@ does not carry it. It is never an argument (command lines are readable by every 
 never written into a ``.git/config``, never logged; credential helpers are switched off
 for that push (a bad token must fail, not fall back to stored credentials), and so are
 git's trace variables (``GIT_TRACE_CURL`` would print headers). A message git prints is
-passed on only after the token is taken out of it.
+passed on only redacted (:mod:`portwright.redact`, which knows the token from then on).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from portwright.errors import PullRequestError
+from portwright.redact import redact, register
 from portwright.vcs import plumbing
 from portwright.vcs.upstream import is_url
 
@@ -53,10 +54,14 @@ def remote_url(repo: Path, remote: str) -> str:
              "add one (`git remote add origin URL`)") + ", a URL, or an absolute path")
 
 
+def _http(url: str) -> bool:
+    return url[:8].lower().startswith(("http://", "https://"))
+
+
 def shown(url: str) -> str:
     """``url`` without any credentials in it (for messages and results)."""
-    if not url.startswith(("http://", "https://")):
-        return url
+    if not _http(url):
+        return redact(url)
     parts = urlsplit(url)
     host = parts.hostname or ""
     netloc = host if parts.port is None else f"{host}:{parts.port}"
@@ -70,7 +75,8 @@ def push(repo: Path, remote: str, branch: str, *, token: str | None = None,
     remote. Returns the remote's URL without credentials."""
     url = remote_url(repo, remote)
     env = {k: v for k, v in os.environ.items() if k not in _QUIET}
-    if token is not None and url.startswith(("http://", "https://")):
+    if token is not None and _http(url):
+        register(token)
         env = {k: v for k, v in env.items() if k not in _WITH_TOKEN}
         header = base64.b64encode(f"x-access-token:{token}".encode()).decode()
         settings = {"credential.helper": "",
@@ -85,9 +91,7 @@ def push(repo: Path, remote: str, branch: str, *, token: str | None = None,
     done = plumbing.run(repo, "push", "--quiet", "--porcelain", remote, f"{ref}:{ref}",
                         env=env)
     if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip()
-        if token:
-            message = message.replace(token, "***")
+        message = redact(done.stderr.decode("utf-8", "replace").strip())
         raise _refused(message, branch, shown(url), token_env)
     return shown(url)
 

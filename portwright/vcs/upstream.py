@@ -11,7 +11,7 @@ from portwright.vcs import plumbing
 
 logger = logging.getLogger(__name__)
 
-_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[^/@\s]+@[^:\s]+:)")
+_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[^/@\s]+@[^:\s]+:)", re.IGNORECASE)
 
 
 def is_url(source: str) -> bool:

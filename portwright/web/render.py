@@ -1,6 +1,6 @@
-"""The pages' templates (files in this package, Jinja2, autoescaped, strict) and the
-static report: the run page without buttons, scripts or links to the server, as one
-``report.html`` with its CSS inline."""
+"""The pages' templates (files in this package, Jinja2, autoescaped, strict, every value
+they show redacted) and the static report: the run page without buttons, scripts or links
+to the server, as one ``report.html`` with its CSS inline."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 
 from portwright import __version__
 from portwright.project import Project
+from portwright.redact import redact
 from portwright.web import runpage
 from portwright.web.checkpoints import Checkpoints
 from portwright.web.diffs import stylesheet
@@ -56,11 +57,19 @@ def when(value: datetime | str | None) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _shown(value: Any) -> Any:
+    """What a template shows of ``value``: text and markup redacted."""
+    if isinstance(value, Markup):
+        return Markup(redact(str(value)))
+    return redact(value) if isinstance(value, str) else value
+
+
 @functools.cache
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("portwright.web", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      finalize=_shown)
     env.filters.update(ago=ago, duration=duration, when=when, label=label,
                        short=lambda sha: str(sha or "")[:12],
                        money=lambda usd: f"${float(usd):.4f}",

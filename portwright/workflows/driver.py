@@ -38,6 +38,7 @@ from portwright.config import PortwrightConfig
 from portwright.errors import UsageError
 from portwright.parity.matrix import require_row_at
 from portwright.project import Project
+from portwright.redact import redact_data, unredacted
 from portwright.runs.store import RunStore
 from portwright.vcs import plumbing
 from portwright.vcs.worktree import run_worktree
@@ -85,8 +86,17 @@ def open_checkpointer(project: Project) -> Iterator[BaseCheckpointSaver[Any]]:
         conn.close()
 
 
+class _RedactingSerializer(JsonPlusSerializer):
+    """Writes every checkpoint and pending write redacted (:mod:`portwright.redact`): no
+    secret a failure, a model or a command echoed reaches the checkpoint store."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return super().dumps_typed(redact_data(obj))
+
+
 def _serde() -> JsonPlusSerializer:
-    """Checkpoints deserialise only the state's own types (and LangGraph's safe ones)."""
+    """Checkpoints deserialise only the state's own types (and LangGraph's safe ones), and
+    are written redacted."""
     from portwright.workflows import state
 
     allowed = [("portwright.workflows.state", name) for name in
@@ -94,7 +104,7 @@ def _serde() -> JsonPlusSerializer:
     allowed += [("portwright.workflows.sync_state", name) for name in
                 ("SyncState", "SyncCommit", "SyncNode", "SyncStatus", "SyncStep", "Account",
                  "PortResult", "PortTask")]
-    return JsonPlusSerializer(allowed_msgpack_modules=allowed)
+    return _RedactingSerializer(allowed_msgpack_modules=allowed)
 
 
 @dataclass(frozen=True)
@@ -169,8 +179,9 @@ def _run_project(project: Project, run_id: str, worktree: Path, base: str, *,
     manifest = RunStore(project.runs_dir, run_id).manifest() if resume else None
     if manifest is None:
         return run_project
-    try:
-        config = PortwrightConfig.model_validate(manifest.config)
+    try:  # run.json holds the config redacted: a password in it is today's again
+        config = PortwrightConfig.model_validate(
+            unredacted(manifest.config, run_project.config.model_dump(mode="json")))
     except ValidationError as exc:
         raise UsageError(f"the config run {run_id} recorded at its start no longer reads: "
                          f"{exc.errors()[0]['msg']}", key="RUN",

@@ -27,6 +27,7 @@ from portwright.errors import PortwrightError, UnsafePath, UsageError
 from portwright.gates import run_gates
 from portwright.gates._diff import name_status
 from portwright.gates.models import GateResult
+from portwright.redact import redact, redact_data
 from portwright.sandboxes.output import relative_to
 from portwright.vcs import plumbing
 from portwright.vcs.export import exported, holds
@@ -117,8 +118,9 @@ def with_run_context(runtime: Runtime[RunContext], row: str) -> Runtime[RunConte
 
 
 def blocked(reason: str) -> Update:
-    """The update that ends a run ``blocked`` with ``reason``."""
-    return {"status": RunStatus.BLOCKED, "reason": reason}
+    """The update that ends a run ``blocked`` with ``reason`` (redacted: it is kept in the
+    checkpoint and shown)."""
+    return {"status": RunStatus.BLOCKED, "reason": redact(reason)}
 
 
 def recorded(state: CycleState) -> list[str]:
@@ -147,9 +149,10 @@ def read_worktree(ctx: RunContext, rel: str) -> str:
 
 
 def save(ctx: RunContext, name: str, value: BaseModel | dict[str, Any] | list[Any]) -> str:
-    """Keep an artifact (verdict, surface, classification) as JSON in the run's folder;
-    returns its name there."""
-    data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    """Keep an artifact (verdict, surface, classification) as JSON in the run's folder,
+    redacted; returns its name there."""
+    data = redact_data(value.model_dump(mode="json") if isinstance(value, BaseModel)
+                       else value)
     (ctx.dir / name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return name
 

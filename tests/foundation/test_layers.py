@@ -19,7 +19,8 @@ import portwright
 PACKAGE = Path(portwright.__file__).resolve().parent
 
 FOUNDATION = frozenset({"portwright", "errors", "values", "globs", "safefs", "environment",
-                        "config_errors", "config", "config_pr", "pathkinds", "protected"})
+                        "config_errors", "config", "config_pr", "pathkinds", "protected",
+                        "redact"})
 """Plain models and helpers every room may use; they import only one another."""
 
 LAYERS: dict[str, frozenset[str]] = {
