@@ -14,6 +14,7 @@ globs and regular expressions are well formed, no float is ``inf`` or ``nan``.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -360,6 +361,19 @@ class RunsConfig(_Model):
 
 _ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_.:@/-]{1,200}$")
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def loopback(address: str) -> bool:
+    """Whether ``host:port`` names this machine's loopback interface."""
+    host = address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class TemporalConfig(_Model):
@@ -386,12 +400,75 @@ class TemporalConfig(_Model):
     """Attempts of one node before the run fails (a dead worker's attempt counts)."""
     max_concurrent_nodes: int = Field(default=2, ge=1, le=64)
     """Nodes one worker runs at once (each may hold a sandbox)."""
+    tls: bool = False
+    """Connect to the frontend over TLS; its certificate is checked against ``server_ca``
+    (the system's roots when unset) for ``server_name`` (the host of ``address`` when
+    unset)."""
+    server_ca: str | None = None
+    """PEM file of the CA that signed the frontend's certificate (an absolute path; needs
+    ``tls``)."""
+    client_cert: str | None = None
+    """PEM file of this process's certificate, for a frontend that requires mTLS (an
+    absolute path; needs ``tls`` and ``client_key``)."""
+    client_key: str | None = Field(default=None, validate_default=True)
+    """PEM file of the private key of ``client_cert`` (an absolute path, outside every
+    repository)."""
+    server_name: str | None = None
+    """The name the frontend's certificate carries, sent as the TLS server name (needs
+    ``tls``): for an ``address`` that is an IP address or another name."""
+    api_key_env: str | None = Field(default=None, validate_default=True)
+    """Name of the environment variable that holds the frontend's API key (never the key
+    itself), sent as ``authorization: Bearer`` on every call. Needs ``tls`` unless
+    ``address`` is on the loopback interface: a key never travels in clear."""
 
     @field_validator("address")
     @classmethod
     def _host_port(cls, value: str) -> str:
         if not _ADDRESS.match(value) or not 0 < int(value.rpartition(":")[2]) < 65536:
             raise ValueError(f"must be host:port (e.g. 127.0.0.1:7233), not {value!r}")
+        return value
+
+    @field_validator("server_ca", "client_cert", "client_key")
+    @classmethod
+    def _pem_file(cls, value: str | None, info: ValidationInfo) -> str | None:
+        cert = info.data.get("client_cert")
+        if info.field_name == "client_key" and (value is None) != (cert is None):
+            raise ValueError("client_cert needs its private key: set client_key to its PEM "
+                             "file" if value is None else
+                             "client_key without client_cert: set both, or neither")
+        if value is None:
+            return None
+        if not Path(value).expanduser().is_absolute():
+            raise ValueError(f"must be an absolute path (certificates and keys live outside "
+                             f"every repository), not {value!r}")
+        if not info.data.get("tls"):
+            raise ValueError(f"{info.field_name} is set but tls is not: set tls = true")
+        return value
+
+    @field_validator("server_name")
+    @classmethod
+    def _server_name(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not info.data.get("tls"):
+            raise ValueError("server_name is set but tls is not: set tls = true")
+        if value is not None and not _SERVER_NAME.match(value):
+            raise ValueError(f"must be a host name, not {value!r}")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _api_key_env(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        if not _ENV_NAME.match(value):
+            raise ValueError("the name of an environment variable (letters, digits, _), not "
+                             "a key")
+        if value.upper().startswith(ENV_PREFIX):
+            raise ValueError(f"{ENV_PREFIX}* variables are portwright's own settings: name "
+                             "another (e.g. TEMPORAL_API_KEY)")
+        address = info.data.get("address")
+        if not info.data.get("tls") and isinstance(address, str) and not loopback(address):
+            raise ValueError(f"an API key over plain text to {address} would travel in clear: "
+                             "set tls = true")
         return value
 
     @field_validator("task_queue")

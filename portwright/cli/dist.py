@@ -8,6 +8,8 @@ Needs ``portwright[temporal]``; without it these say how to install it (exit 2).
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -202,8 +204,25 @@ def worker(
                              else "") + "[/]")
         elif kind == "node_finished":
             console.print(f"[green]✓[/] {escape(event['run_id'])} {escape(event['node'])}")
+        elif kind == "node_failed":
+            console.print(f"[red]✗[/] {escape(event['run_id'])} {escape(event['node'])} "
+                          f"({escape(event['error'])})")
+        elif kind == "worker_stopping":
+            console.print("stopping: no new work; "
+                          + (f"waiting for {', '.join(event['nodes'])}" if event["nodes"]
+                             else "no node runs"))
+        elif kind == "worker_stopped":
+            console.print("stopped" + (f" (left to another worker: {', '.join(event['left'])})"
+                                       if event["left"] else ""))
 
-    asyncio.run(serve(proj, queue, show))
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(serve(proj, queue, show))
+    # The polls the service holds open, and a node past its grace, are not waited for: a
+    # loop closed the usual way (asyncio.run) waits for each; the process ends here, its
+    # output flushed, and whatever it left is handed out again by the service.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _schedule_request(proj: Project, argv: list[str]) -> tuple[str, Any]:

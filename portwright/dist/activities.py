@@ -132,6 +132,9 @@ def _as_activity(name: Node, fn: NodeFn, every: float, on_event: OnEvent) -> Any
         try:
             update = await asyncio.to_thread(body, CycleState.model_validate(state), ref,
                                              runtime)
+        except BaseException as exc:
+            on_event({"event": "node_failed", **event, "error": type(exc).__name__})
+            raise
         finally:
             beat.cancel()
         on_event({"event": "node_finished", **event,

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
+import ssl
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +23,7 @@ from temporalio.client import (
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from portwright.config import TemporalConfig
 from portwright.dist.models import (
@@ -28,13 +31,15 @@ from portwright.dist.models import (
     RUN_WORKFLOW,
     SYNC_WORKFLOW,
     VIEW_QUERY,
+    Decide,
     RunRequest,
     RunSnapshot,
     SyncRequest,
     SyncSnapshot,
 )
-from portwright.errors import TemporalUnavailable, UsageError
+from portwright.errors import ConfigError, TemporalUnavailable, UsageError
 from portwright.project import Project
+from portwright.redact import register
 from portwright.workflows.driver import RunView
 from portwright.workflows.state import RunStatus
 
@@ -44,12 +49,119 @@ OnEvent = Callable[[dict[str, Any]], None]
 POLL_SECONDS = 0.5
 
 
+def _pem(config: TemporalConfig, key: str) -> bytes | None:
+    """The PEM file ``[temporal] <key>`` names, read (None when unset)."""
+    value = getattr(config, key)
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}", key=f"temporal.{key}",
+                          fix=f"point [temporal] {key} (PORTWRIGHT_TEMPORAL__{key.upper()}) "
+                              "at a readable PEM file") from exc
+    if b"-----BEGIN " not in data:
+        raise ConfigError(f"{path} is not a PEM file (no -----BEGIN line)",
+                          key=f"temporal.{key}", fix="give the PEM form of the file")
+    return data
+
+
+def _tls(config: TemporalConfig) -> TLSConfig | bool:
+    if not config.tls:
+        return False
+    return TLSConfig(server_root_ca_cert=_pem(config, "server_ca"),
+                     domain=config.server_name, client_cert=_pem(config, "client_cert"),
+                     client_private_key=_pem(config, "client_key"))
+
+
+def _api_key(config: TemporalConfig) -> str | None:
+    if config.api_key_env is None:
+        return None
+    key = os.environ.get(config.api_key_env, "")
+    if not key.strip():
+        raise ConfigError(f"${config.api_key_env} is not set (it holds the frontend's API "
+                          "key)", key="temporal.api_key_env",
+                          fix=f"export {config.api_key_env}=<key>, or unset [temporal] "
+                              "api_key_env for a frontend without keys")
+    register(key)
+    return key.strip()
+
+
+def _refusal(config: TemporalConfig, exc: BaseException) -> ConfigError | None:
+    """What a refused connection means, as the setting to change; None when the service
+    simply did not answer."""
+    text = str(exc)
+    lower = text.lower()
+    where = f"the Temporal frontend at {config.address}"
+    if "unauthenticated" in lower or "permission" in lower or "unauthorized" in lower:
+        if config.api_key_env is None:
+            return ConfigError(f"{where} refused the call: it wants credentials ({text})",
+                               key="temporal.api_key_env",
+                               fix="set [temporal] api_key_env to the variable that holds "
+                                   "the frontend's API key")
+        return ConfigError(f"{where} refused the API key in ${config.api_key_env} ({text})",
+                           key="temporal.api_key_env",
+                           fix=f"put the key the frontend accepts in ${config.api_key_env}")
+    if "certificate" in lower or "unknownissuer" in lower or "invalidcertificate" in lower:
+        return ConfigError(f"{where} is not trusted: its certificate does not verify against "
+                           f"{'the system roots' if config.server_ca is None else config.server_ca}"
+                           f" for {config.server_name or config.address} ({text})",
+                           key="temporal.server_ca",
+                           fix="set [temporal] server_ca to the CA that signed the "
+                               "frontend's certificate (and server_name to the name it "
+                               "carries)")
+    if config.tls and ("handshake" in lower or "alert" in lower or "tls" in lower
+                       or "reset" in lower or "broken pipe" in lower or "eof" in lower):
+        if config.client_cert is None:
+            return ConfigError(f"{where} refused the TLS handshake: it wants a client "
+                               f"certificate ({text})", key="temporal.client_cert",
+                               fix="set [temporal] client_cert and client_key to this "
+                                   "worker's certificate and key (mTLS)")
+        return ConfigError(f"{where} refused the client certificate {config.client_cert} "
+                           f"({text})", key="temporal.client_cert",
+                           fix="use a certificate signed by the CA the frontend trusts")
+    if not config.tls and _speaks_tls(config.address):
+        return ConfigError(f"{where} speaks TLS and refused a connection without it ({text})",
+                           key="temporal.tls", fix="set [temporal] tls = true (and server_ca "
+                                                   "when its CA is not a system root)")
+    return None
+
+
+def _speaks_tls(address: str) -> bool:
+    """Whether ``host:port`` answers a TLS handshake (told apart from a plain-text
+    frontend that is down or broken); its certificate is not checked: only whether it
+    speaks TLS at all."""
+    host, _, port = address.rpartition(":")
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=3) as raw, \
+                context.wrap_socket(raw, server_hostname=host.strip("[]")):
+            return True
+    except ssl.SSLError as exc:
+        # an alert from the server (it wants a client certificate, …) is TLS; a reply
+        # that is no TLS record at all is not
+        return "WRONG_VERSION_NUMBER" not in str(exc).upper() and "RECORD" not in \
+            str(exc).upper()
+    except (OSError, ValueError):
+        return False
+
+
 async def connect(config: TemporalConfig) -> Client:
-    """A client of ``[temporal]``'s service, speaking portwright's pydantic models."""
+    """A client of ``[temporal]``'s service, speaking portwright's pydantic models: over TLS
+    (the frontend's certificate checked against ``server_ca``, this process's own sent for
+    mTLS) and with the API key of ``api_key_env`` when the config says so."""
+    tls, key = _tls(config), _api_key(config)
     try:
         return await Client.connect(config.address, namespace=config.namespace,
-                                    data_converter=pydantic_data_converter)
+                                    data_converter=pydantic_data_converter, tls=tls,
+                                    api_key=key)
     except (RuntimeError, RPCError) as exc:
+        refused = _refusal(config, exc)
+        if refused is not None:
+            raise refused from exc
         raise TemporalUnavailable(
             f"no Temporal service answers at {config.address} (namespace "
             f"{config.namespace}): {exc}",
@@ -74,7 +186,7 @@ def _run_view(run_id: str, snapshot: RunSnapshot) -> RunView:
     elif snapshot.waiting is not None:
         status = RunStatus.WAITING
     return RunView(run_id=run_id, status=status, values=values, next=tuple(snapshot.next),
-                   waiting=snapshot.waiting)
+                   waiting=snapshot.waiting, waiting_id=snapshot.question or None)
 
 
 async def _snapshot(handle: WorkflowHandle[Any, Any]) -> RunSnapshot:
@@ -165,21 +277,30 @@ async def view(project: Project, run_id: str) -> RunView:
 
 
 async def answer(project: Project, run_id: str, decision: dict[str, Any],
-                 on_event: OnEvent) -> RunView:
+                 on_event: OnEvent, *, question: str | None = None) -> RunView:
     """Send a person's decision to a run parked at an approval; return when it ends or
-    waits again."""
+    waits again. The decision names the question it answers (``question``, else the one
+    the run waits at now): the workflow refuses it once the run has moved past it."""
     client = await connect(project.config.temporal)
     handle = client.get_workflow_handle(workflow_id(project, run_id) or run_id)
-    seen = len((await _snapshot(handle)).values.get("timeline") or [])
+    before = await _snapshot(handle)
+    seen = len(before.values.get("timeline") or [])
     try:
-        asked = await handle.execute_update(DECIDE_UPDATE, decision, result_type=int)
+        asked = await handle.execute_update(
+            DECIDE_UPDATE, Decide(question=question or before.question, decision=decision),
+            result_type=int)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
-        if isinstance(cause, ApplicationError) and cause.type == "NotWaiting":
+        kind = cause.type if isinstance(cause, ApplicationError) else None
+        if kind == "NotWaiting":
             current = _run_view(run_id, await _snapshot(handle))
             raise UsageError(f"run {run_id} is not waiting for a decision (already decided, "
                              f"or {current.status})", key="RUN",
                              fix=f"see `portwright status {run_id}`") from exc
+        if kind == "QuestionChanged":
+            raise UsageError(f"run {run_id}: that question was already decided; it waits at "
+                             "another question now", key="RUN",
+                             fix=f"see what it asks now: `portwright status {run_id}`") from exc
         message = cause.message if isinstance(cause, ApplicationError) else str(exc)
         raise UsageError(message, key="RUN",
                          fix=f"see what the run asks: `portwright status {run_id}`") from exc

@@ -87,8 +87,24 @@ class RunSnapshot(_Model):
     """The approval request the run is parked at."""
     asked: int = 0
     """How many times the run has asked for a decision (tells a new request from the last)."""
+    question: str = ""
+    """The id of the request it waits at (``ask-<asked>``): a decision names it."""
     failure: str = ""
     """Why the workflow ended without finishing the graph (a node failed every attempt)."""
+
+
+def question_id(asked: int) -> str:
+    """The id of a run's ``asked``-th request for a decision."""
+    return f"ask-{asked}"
+
+
+class Decide(_Model):
+    """The ``decide`` update: a person's decision, and the question it answers."""
+
+    question: str
+    """The request's id as the person was shown it (:attr:`RunSnapshot.question`)."""
+    decision: dict[str, Any]
+    """One decision of the request's protocol (``{"type": "approve"}``, …)."""
 
 
 class SyncRequest(_Model):

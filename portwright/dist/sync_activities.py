@@ -145,7 +145,11 @@ def _as_activity(name: SyncNode, fn: Callable[..., Update], every: float,
         try:
             update = await asyncio.to_thread(body, given, ref, runtime)
         except UsageError as exc:
+            on_event({"event": "node_failed", **event, "error": type(exc).__name__})
             raise _non_retryable(exc) from exc
+        except BaseException as exc:
+            on_event({"event": "node_failed", **event, "error": type(exc).__name__})
+            raise
         finally:
             beat.cancel()
         on_event({"event": "node_finished", **event,

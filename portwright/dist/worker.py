@@ -11,9 +11,12 @@ folder (one machine, or a shared filesystem).
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import os
+import signal
+from datetime import timedelta
 from typing import Any
 
 from temporalio.langgraph import LangGraphPlugin
@@ -69,16 +72,59 @@ def build_worker(client: Any, project: Project, queue: str | None,
                               write_checkpoint_activity],
                   plugins=[plugin], workflow_runner=runner,
                   max_concurrent_activities=config.max_concurrent_nodes + 1,
+                  graceful_shutdown_timeout=STOP_GRACE,
                   activity_executor=concurrent.futures.ThreadPoolExecutor(
                       config.max_concurrent_nodes + 1))
 
 
+STOP_GRACE = timedelta(seconds=30)
+"""How long a stopping worker lets the nodes it runs go on before they are cancelled (a
+node cancelled, or left when the process ends, is run again by another worker)."""
+
+
 async def serve(project: Project, queue: str | None, on_event: OnEvent) -> None:
-    """Run a worker until the process is stopped."""
+    """Run a worker until SIGINT or SIGTERM; then stop taking work, let the nodes it runs
+    finish (up to :data:`STOP_GRACE`) and return, without waiting for the polls the service
+    holds open: an idle poll is abandoned (the service lets it lapse, and a task it hands
+    to a poller that is gone is handed out again), which can take up to a minute to drain."""
     config = project.config.temporal
     check_queues(project)
     client = await connect(config)
-    worker = build_worker(client, project, queue, on_event)
+    running: dict[tuple[str, str], int] = {}
+
+    def tracked(event: dict[str, Any]) -> None:
+        key = (str(event.get("run_id")), str(event.get("node")))
+        if event.get("event") == "node_started":
+            running[key] = running.get(key, 0) + 1
+        elif event.get("event") in ("node_finished", "node_failed") and running.get(key):
+            running[key] -= 1
+            if not running[key]:
+                del running[key]
+        on_event(event)
+
+    worker = build_worker(client, project, queue, tracked)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
     on_event({"event": "worker_started", "queue": queue or config.task_queue,
               "address": config.address, "namespace": config.namespace, "pid": os.getpid()})
-    await worker.run()
+    polling = asyncio.create_task(worker.run())
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait({polling, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(signum)
+    if polling.done():
+        stopped.cancel()
+        polling.result()  # a worker that failed says why
+        return
+    on_event({"event": "worker_stopping", "pid": os.getpid(),
+              "nodes": [f"{run} {node}" for run, node in running]})
+    shutdown = asyncio.create_task(worker.shutdown())
+    deadline = loop.time() + STOP_GRACE.total_seconds() + 5
+    while running and not polling.done() and loop.time() < deadline:
+        await asyncio.sleep(0.2)
+    # the results of the last nodes reach the service before the process goes
+    await asyncio.wait({polling, shutdown}, timeout=2)
+    on_event({"event": "worker_stopped", "pid": os.getpid(),
+              "left": [f"{run} {node}" for run, node in running]})

@@ -5,7 +5,8 @@ cycle's graph as Temporal's LangGraph plugin compiles it: routers and LangGraph'
 here, every node an activity on some worker. At an approval point the graph returns its
 ``interrupt()``; the workflow parks, answers the ``view`` query with the request, and
 resumes the graph with the decision the ``decide`` update brings (refused, with the
-reason, when the run is not waiting or the decision is not one the request allows). A
+reason, when the run is not waiting, the decision names another question than the one it
+waits at, or is not one the request allows). A
 node that fails every attempt ends the run ``blocked`` with the failure as its reason.
 """
 
@@ -30,10 +31,12 @@ with workflow.unsafe.imports_passed_through():
         OPEN_RUN_ACTIVITY,
         RUN_WORKFLOW,
         VIEW_QUERY,
+        Decide,
         OpenRun,
         RunRef,
         RunRequest,
         RunSnapshot,
+        question_id,
         run_id_of,
     )
     from portwright.errors import UsageError
@@ -103,20 +106,28 @@ class PortCycleWorkflow:
         if self._failure and values:
             values = {**values, "status": RunStatus.BLOCKED.value, "reason": self._failure}
         return RunSnapshot(values=values, next=[t.name for t in snapshot.tasks],
-                           waiting=self._waiting, asked=self._asked, failure=self._failure)
+                           waiting=self._waiting, asked=self._asked,
+                           question=question_id(self._asked) if self._waiting else "",
+                           failure=self._failure)
 
     @workflow.update(name=DECIDE_UPDATE)
-    def decide(self, decision: dict[str, Any]) -> int:
+    def decide(self, decide: Decide) -> int:
         """A person's decision on the request the run waits at; returns its number."""
-        self._decision = decision
+        self._decision = decide.decision
         self._waiting = None
         return self._asked
 
     @decide.validator
-    def _check_decision(self, decision: dict[str, Any]) -> None:
+    def _check_decision(self, decide: Decide) -> None:
         if self._waiting is None:
             raise ApplicationError("the run is not waiting for a decision", type="NotWaiting")
+        if decide.question != question_id(self._asked):
+            raise ApplicationError(
+                f"the question changed: the run waits at {question_id(self._asked)}, the "
+                f"decision answers {decide.question!r} (decided already, or never asked)",
+                type="QuestionChanged")
         try:
-            parse_response({"decisions": [decision]}, HITLRequest.model_validate(self._waiting))
+            parse_response({"decisions": [decide.decision]},
+                           HITLRequest.model_validate(self._waiting))
         except UsageError as exc:
             raise ApplicationError(exc.render(), type="NotAllowed") from exc

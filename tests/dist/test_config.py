@@ -81,3 +81,54 @@ def test_schedule_of_an_unknown_command_exits_2(make_repo: Callable[[str], GitRe
                           capture_output=True, text=True, timeout=120, env={**os.environ})
     assert done.returncode == 2, done.stdout + done.stderr
     assert "schedule" in done.stderr
+
+
+@pytest.mark.parametrize(("extra", "key", "says"), [
+    ('tls = true\nserver_ca = "ca.pem"\n', "temporal.server_ca", "absolute path"),
+    ('server_ca = "/etc/ca.pem"\n', "temporal.server_ca", "set tls = true"),
+    ('tls = true\nclient_cert = "/etc/w.pem"\n', "temporal.client_key", "private key"),
+    ('tls = true\nclient_key = "/etc/w.key"\n', "temporal.client_key", "without client_cert"),
+    ('server_name = "temporal.test"\n', "temporal.server_name", "set tls = true"),
+    ('tls = true\nserver_name = "not a name"\n', "temporal.server_name", "host name"),
+    ('api_key_env = "sk-0123456789abcdef"\n', "temporal.api_key_env", "environment variable"),
+    ('api_key_env = "PORTWRIGHT_KEY"\n', "temporal.api_key_env", "portwright's own"),
+    ('address = "temporal.internal:7233"\napi_key_env = "TEMPORAL_API_KEY"\n',
+     "temporal.api_key_env", "would travel in clear"),
+], ids=["relative-ca", "ca-without-tls", "cert-without-key", "key-without-cert",
+        "name-without-tls", "bad-name", "a-key-not-a-name", "own-prefix", "key-in-clear"])
+def test_bad_tls_and_key_settings_name_the_key(make_repo: Callable[[str], GitRepo],
+                                               extra: str, key: str, says: str) -> None:
+    repo = _repo(make_repo, "[temporal]\n" + extra)
+    with pytest.raises(ConfigError) as caught:
+        load_config(repo, environ={})
+    rendered = " ".join(caught.value.render().split())
+    assert key in rendered and says in rendered, rendered
+    assert "sk-0123456789abcdef" not in str(caught.value)
+
+
+def test_an_api_key_on_loopback_may_go_without_tls(make_repo: Callable[[str], GitRepo]) -> None:
+    config = load_config(_repo(make_repo, '[temporal]\napi_key_env = "TEMPORAL_API_KEY"\n'),
+                         environ={})
+    assert config.temporal.api_key_env == "TEMPORAL_API_KEY" and not config.temporal.tls
+
+
+@pytest.mark.parametrize(("extra", "environ", "key", "says"), [
+    ('tls = true\nserver_ca = "{missing}"\n', {}, "temporal.server_ca", "cannot read"),
+    ('tls = true\nserver_ca = "{not_pem}"\n', {}, "temporal.server_ca", "not a PEM file"),
+    ('api_key_env = "PW_TEST_UNSET_KEY"\n', {}, "temporal.api_key_env", "is not set"),
+], ids=["missing-ca", "not-pem", "unset-key"])
+def test_credentials_that_cannot_be_read_are_named_before_connecting(
+        make_repo: Callable[[str], GitRepo], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        extra: str, environ: dict[str, str], key: str, says: str) -> None:
+    import asyncio
+
+    from portwright.dist.client import connect
+
+    (tmp_path / "not.pem").write_text("just text\n")
+    extra = extra.format(missing=tmp_path / "missing.pem", not_pem=tmp_path / "not.pem")
+    monkeypatch.delenv("PW_TEST_UNSET_KEY", raising=False)
+    config = load_config(_repo(make_repo, "[temporal]\n" + extra), environ=environ)
+    with pytest.raises(ConfigError) as caught:
+        asyncio.run(connect(config.temporal))
+    rendered = " ".join(caught.value.render().split())
+    assert key in rendered and says in rendered, rendered
