@@ -40,7 +40,8 @@ def serve(
                                            "--token.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
     token: Annotated[str | None, typer.Option(
-        help="Require this token on every request (Authorization: Bearer, or /login?token=).",
+        help="The token every request needs (Authorization: Bearer, or /login?token=); "
+             "unset: one is made and printed.",
         envvar="PORTWRIGHT_WEB_TOKEN", show_envvar=True)] = None,
     token_file: Annotated[Path | None, typer.Option(
         "--token-file", help="Read the token from this file.")] = None,
@@ -59,17 +60,21 @@ def serve(
     except ImportError as exc:
         raise UsageError(f"portwright serve needs the web extra ({exc.name} is missing)",
                          fix="pip install 'portwright[web]'") from exc
-    secret = _token(token, token_file)
-    guard = server.guard_for(host, secret, allow_host or [])
+    given = _token(token, token_file)
+    # a token always: one made for this server when none is given (any local process or
+    # page could otherwise approve runs), printed once, as a link that signs in
+    secret = given if given is not None else server.new_token()
+    guard = server.guard_for(host, given, allow_host or [], made=secret)
     root = project().root
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
+    login = f"{url}login?token={secret}" if given is None else f"{url}login?token=<your token>"
     if as_json:
-        print(json.dumps({"event": "serving", "url": url, "token": secret is not None}),
-              flush=True)
+        print(json.dumps({"event": "serving", "url": url, "token": True,
+                          "token_made": given is None, "login_url": login}), flush=True)
     else:
         err_console.print(f"portwright serve: {url}  (Ctrl-C stops)", markup=False,
                           highlight=False)
-    if secret is not None and not as_json:
-        err_console.print("sign in once with /login?token=<your token>", markup=False)
+        err_console.print(f"sign in once by opening {login}", markup=False, highlight=False,
+                          soft_wrap=True)
     server.serve(root, host=host, port=port, guard=guard, allow_local=allow_local)

@@ -2,7 +2,9 @@
 
 - **Hosts.** On a loopback address only loopback host names are answered (a page of
   another site that rebinds its name to 127.0.0.1 gets 400); ``allow_hosts`` adds names.
-- **Token.** With a token (required off loopback) every request but ``/healthz`` needs it:
+- **Token.** Every request but ``/healthz`` needs the server's token (``portwright
+  serve`` makes one when none is given, on loopback too: any local process, or a page
+  another site runs in a browser on this machine, could otherwise approve runs):
   ``Authorization: Bearer <token>``, or the session cookie that ``/login?token=…`` sets
   (it holds a digest of the token, never the token).
 - **Cross-site requests.** A request that changes state (any method but GET/HEAD/OPTIONS)

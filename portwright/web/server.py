@@ -1,8 +1,10 @@
-"""``portwright serve``: the app under uvicorn, on loopback unless a token guards it."""
+"""``portwright serve``: the app under uvicorn, behind a token always (one is made when
+none is given); off loopback only with a token given."""
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -15,8 +17,16 @@ MIN_TOKEN = 16
 """Shortest token accepted."""
 
 
-def guard_for(host: str, token: str | None, allow_hosts: Iterable[str] = ()) -> Guard:
-    """The access rules for a server bound to ``host``; off loopback a token is required."""
+def new_token() -> str:
+    """A token for a server started without one (43 URL-safe characters)."""
+    return secrets.token_urlsafe(32)
+
+
+def guard_for(host: str, token: str | None, allow_hosts: Iterable[str] = (), *,
+              made: str | None = None) -> Guard:
+    """The access rules for a server bound to ``host`` that requires ``token`` (the one
+    given), else ``made`` (one made for it, :func:`new_token`); off loopback a token must be
+    given: one made would travel in clear to whoever the link is sent to."""
     if token is not None and len(token) < MIN_TOKEN:
         raise UsageError(f"the token has {len(token)} characters; at least {MIN_TOKEN} are "
                          "needed", key="--token",
@@ -27,7 +37,7 @@ def guard_for(host: str, token: str | None, allow_hosts: Iterable[str] = ()) -> 
                          "could approve runs", key="--host",
                          fix="pass --token (or --token-file) to require it, or serve on "
                              "127.0.0.1 and reach it through an SSH tunnel")
-    return Guard.for_bind(host, token, allow_hosts)
+    return Guard.for_bind(host, token if token is not None else made, allow_hosts)
 
 
 def serve(root: Path, *, host: str, port: int, guard: Guard, allow_local: bool = False) -> None:

@@ -34,6 +34,9 @@ from tests.workflows.fake_server import model_config, serve_porter
 from tests.workflows.porter import Plan
 
 SECRET = "sk-porter-never-on-a-page-7f3a"
+TOKEN = "t0ken-for-the-tests-0123456789abcdef"
+"""The token every test server requires (``serve`` makes one when none is given)."""
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 """The model API key the server's environment holds (it must never reach a page)."""
 SCRIPT = "<script>window.__pwned = 1</script>"
 """Markup a model wrote into the gap verdict (and so into a transcript)."""
@@ -101,6 +104,8 @@ def serve(repo: Path, *args: str, host: str = "127.0.0.1",
           headers: dict[str, str] | None = None) -> Iterator[Server]:
     """`portwright serve` on a free port, waited for until it answers."""
     port = free_port()
+    if not {"--token", "--token-file"} & set(args):
+        args = (*args, "--token", TOKEN)
     process = subprocess.Popen(
         [sys.executable, "-m", "portwright", "-C", str(repo), "serve", "--host", host,
          "--port", str(port), *args],
@@ -200,7 +205,8 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": 1280, "height": 900},
+                                  extra_http_headers=AUTH)
     opened = context.new_page()
     try:
         yield opened

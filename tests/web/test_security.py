@@ -1,18 +1,22 @@
-"""What `portwright serve` refuses: starting off loopback without a token, state-changing
-requests without the token, cross-site posts, and markup from a model."""
+"""What `portwright serve` refuses: starting off loopback without a token, any request
+without the token (one made when none is given, on loopback too), cross-site posts, and
+markup from a model."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from tests.conftest import GitRepo
-from tests.web.conftest import SECRET, pw, serve
+from tests.web.conftest import AUTH, SECRET, TOKEN, free_port, pw, serve
 from tests.workflows.conftest import build_world
-
-TOKEN = "t0ken-for-the-tests-0123456789abcdef"
 
 
 def state_changing_routes() -> list[str]:
@@ -33,6 +37,51 @@ def test_off_loopback_without_a_token_refuses_to_start(
     done = pw(repo, "serve", "--host", "0.0.0.0", "--port", "9")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--token" in done.stderr
+
+
+def test_on_loopback_without_a_token_one_is_made_printed_once_and_required(
+        make_repo: Callable[[str], GitRepo]) -> None:
+    """A page another site runs in a browser on this machine, or any local process, can
+    reach 127.0.0.1: a server with no token would let it read runs and approve them."""
+    repo = build_world(make_repo).repo
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "portwright", "-C", str(repo), "serve", "--port", str(port),
+         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        event = json.loads(process.stdout.readline())
+        assert event["event"] == "serving"
+        assert event["token_made"] is True
+        login = event["login_url"]
+        assert login.startswith(f"http://127.0.0.1:{port}/login?token=")
+        made = login.split("token=", 1)[1]
+        assert len(made) >= 32
+        assert made != TOKEN
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                    break
+            assert time.monotonic() < deadline
+            assert process.poll() is None
+            time.sleep(0.2)
+        assert httpx.get(url + "/").status_code == 401
+        assert httpx.get(url + "/", headers=AUTH).status_code == 401  # another token
+        for path in state_changing_routes():
+            answer = httpx.post(url + path, data={"decision": "approve"},
+                                headers={"Origin": url})
+            assert answer.status_code == 401, path
+        with httpx.Client(base_url=url) as client:
+            assert client.get(login.removeprefix(url), follow_redirects=True).status_code \
+                == 200
+            assert client.get("/").status_code == 200
+    finally:
+        process.terminate()
+        out, err = process.communicate(timeout=20)
+    # printed once, in the event: nowhere else in what it wrote
+    assert made not in out + err
 
 
 def test_every_state_changing_route_needs_the_token_off_loopback(
@@ -68,7 +117,7 @@ def test_every_state_changing_route_needs_the_token_off_loopback(
 
 def test_a_cross_site_post_is_refused(make_repo: Callable[[str], GitRepo]) -> None:
     repo = build_world(make_repo).repo
-    with serve(repo) as server, httpx.Client(base_url=server.url) as client:
+    with serve(repo) as server, httpx.Client(base_url=server.url, headers=AUTH) as client:
         page = client.get("/")
         assert page.status_code == 200
         csrf = client.cookies.get("portwright_csrf")
