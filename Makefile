@@ -14,7 +14,7 @@ demo:
 test:
 	@bash scripts/bootstrap.sh --engine
 	@bash scripts/github-openapi.sh
-	@.venv/bin/python -m pytest
+	@.venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadgroup
 
 lint: setup
 	@.venv/bin/ruff check portwright tests benchmarks examples

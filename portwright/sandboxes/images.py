@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import docker
@@ -255,10 +255,11 @@ def prune(*, all_runs: bool = False, client: docker.DockerClient | None = None,
     return report.removed
 
 
-def prune_images(*, keep_latest: bool = True,
+def prune_images(*, keep_latest: bool = True, repositories: Collection[str] | None = None,
                  client: docker.DockerClient | None = None) -> list[str]:
     """Remove environment images (label ``portwright.image=env``, and ``dockerfile`` of
-    older builds).
+    older builds); with ``repositories``, only those whose image name (the tag before its
+    ``:``) is one of them.
 
     Keeps the newest build of each repository when ``keep_latest``; images a container
     still uses are left alone. Returns the removed tags.
@@ -268,7 +269,9 @@ def prune_images(*, keep_latest: bool = True,
     removed: list[str] = []
     try:
         images = [image for kind in ("env", "dockerfile") for image in
-                  client.images.list(filters={"label": f"{LABEL_IMAGE}={kind}"})]
+                  client.images.list(filters={"label": f"{LABEL_IMAGE}={kind}"})
+                  if repositories is None
+                  or any(t.rpartition(":")[0] in repositories for t in image.tags)]
         newest: dict[str, str] = {}
         for image in sorted(images, key=lambda i: str(i.attrs.get("Created", ""))):
             for tag in image.tags:

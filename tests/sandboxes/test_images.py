@@ -110,7 +110,8 @@ def test_dockerfile_is_built_once_and_logged(tmp_path: Path) -> None:
         repo.commit("fixed", {"ci/Dockerfile": f"FROM {BASE_TAG}\nRUN echo {time.time_ns()}\n"})
         newer = ensure_image(config, repo.path, client=client, source=source)
         assert newer != tag
-        removed = prune_images(client=client)
+        # only this test's repository: another test's images are not this one's to remove
+        removed = prune_images(client=client, repositories={tag.rpartition(":")[0]})
         assert tag in removed
         assert newer not in removed
     finally:
