@@ -8,8 +8,6 @@ Needs ``portwright[temporal]``; without it these say how to install it (exit 2).
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -215,14 +213,13 @@ def worker(
             console.print("stopped" + (f" (left to another worker: {', '.join(event['left'])})"
                                        if event["left"] else ""))
 
-    loop = asyncio.new_event_loop()
-    loop.run_until_complete(serve(proj, queue, show))
+    from portwright.cli.app import exit_now
+
+    asyncio.new_event_loop().run_until_complete(serve(proj, queue, show))
     # The polls the service holds open, and a node past its grace, are not waited for: a
     # loop closed the usual way (asyncio.run) waits for each; the process ends here, its
     # output flushed, and whatever it left is handed out again by the service.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_now(0)
 
 
 def _schedule_request(proj: Project, argv: list[str]) -> tuple[str, Any]:

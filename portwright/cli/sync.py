@@ -128,7 +128,10 @@ def finish(result: SyncView, as_json: bool) -> None:
         colour = {"done": "green", "waiting": "yellow"}.get(result.status.value, "red")
         console.print(f"sync [bold]{escape(result.sync_id)}[/]: [{colour}]{result.status}[/]"
                       + (f" — {escape(values['reason'])}" if values.get("reason") else ""))
-        if result.status.value == "done":
+        if result.status.value == "done" and values.get("target") == values.get("pin"):
+            console.print(f"the pin is already at {values['target'][:12]}: nothing to sync",
+                          markup=False)
+        elif result.status.value == "done":
             console.print(f"pin moved to {values['target'][:12]} on {values['branch']}; "
                           f"report: portwright report {result.sync_id}", markup=False)
             if values.get("pr_url"):

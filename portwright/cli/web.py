@@ -38,7 +38,7 @@ def _token(token: str | None, token_file: Path | None) -> str | None:
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on; other than loopback needs "
                                            "--token.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8765,
     token: Annotated[str | None, typer.Option(
         help="The token every request needs (Authorization: Bearer, or /login?token=); "
              "unset: one is made and printed.",
@@ -66,6 +66,7 @@ def serve(
     secret = given if given is not None else server.new_token()
     guard = server.guard_for(host, given, allow_host or [], made=secret)
     root = project().root
+    sock = server.bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
     login = f"{url}login?token={secret}" if given is None else f"{url}login?token=<your token>"
@@ -77,4 +78,4 @@ def serve(
                           highlight=False)
         err_console.print(f"sign in once by opening {login}", markup=False, highlight=False,
                           soft_wrap=True)
-    server.serve(root, host=host, port=port, guard=guard, allow_local=allow_local)
+    server.serve(root, sock=sock, guard=guard, allow_local=allow_local)

@@ -121,6 +121,48 @@ def parse(expression: str) -> None:
                         "day-of-week), 6 (and a year) or 7 (a second first)")
     for number, (field, value) in enumerate(zip(layout, fields, strict=True), start=1):
         _field(field, value, f"field {number} ({field.name}) {value!r}")
+    _fires(dict(zip(layout, fields, strict=True)))
+
+
+_LONGEST_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+"""Days of each month in its longest year (February: a leap year's 29)."""
+
+
+def _fires(fields: dict[_Field, str]) -> None:
+    """A schedule whose days of month fall in none of its months (``31 2``: February has
+    no 31st) never fires: the server takes it and never starts anything. Both day fields
+    restricted fire on either (the day of week then suffices), as the server reads them."""
+    if fields[DAY_OF_WEEK] != "*" or fields[DAY_OF_MONTH] == "*":
+        return
+    days = _values(DAY_OF_MONTH, fields[DAY_OF_MONTH])
+    months = _values(MONTH, fields[MONTH])
+    if any(day <= _LONGEST_MONTH[month - 1] for day in days for month in months):
+        return
+    if YEAR in fields and days == {29} and months == {2}:
+        return  # every year named may be a common one: the server would say no more
+    named = ", ".join(MONTHS[m - 1].capitalize() for m in sorted(months))
+    raise CronError(f"it never fires: day {fields[DAY_OF_MONTH]!r} of the month falls in no "
+                    f"month it names ({named} {'has' if len(months) == 1 else 'have'} no "
+                    "such day)")
+
+
+def _values(field: _Field, text: str) -> set[int]:
+    """The values a field that :func:`_field` took stands for."""
+    out: set[int] = set()
+    for part in text.split(","):
+        body, _, step_text = part.partition("/")
+        step = int(step_text) if step_text else 1
+        if body == "*":
+            start, end = field.low, field.high
+        elif "-" in body:
+            first, last = body.split("-")
+            start = _value(field, first, field.low) or field.low
+            end = _value(field, last, start) or field.high
+        else:
+            start = _value(field, body, field.low) or field.low
+            end = field.high if step_text else start
+        out.update(range(start, end + 1, step))
+    return out
 
 
 def _time_zone(name: str) -> None:

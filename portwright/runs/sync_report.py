@@ -27,6 +27,8 @@ def commit_rows(values: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 def _pin_line(values: Mapping[str, Any]) -> str:
+    if values.get("target") and values.get("target") == values.get("pin"):
+        return f"already at `{str(values['target'])[:12]}`: nothing to move"
     if values.get("pin_commit") and values.get("status") == "done":
         return f"moved to `{str(values.get('target', ''))[:12]}` in " \
                f"`{str(values['pin_commit'])[:12]}`"

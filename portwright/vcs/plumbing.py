@@ -60,8 +60,18 @@ def common_dir(repo: Path) -> Path:
         known = _COMMON_DIRS.get(key)
     if known is not None and known.is_dir():
         return known
-    found = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
-                 .decode().strip())
+    done = run(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip()
+        if "not a git repository" in said or not repo.is_dir():
+            raise RepositoryError(
+                "not a git repository (portwright works on the downstream's git "
+                "checkout: its config, rules and runs are read from commits)", file=repo,
+                fix="run it in the downstream's clone (or `git init` and commit there), or "
+                    "point --repo/-C at one")
+        raise RepositoryError(f"git cannot read {repo}: {said}", file=repo,
+                              fix="check the folder's permissions and its .git")
+    found = Path(done.stdout.decode().strip())
     with _COMMON_DIRS_LOCK:
         if len(_COMMON_DIRS) >= 1024:
             _COMMON_DIRS.clear()

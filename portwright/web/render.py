@@ -15,6 +15,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup, escape
 
 from portwright import __version__
+from portwright.errors import UsageError
 from portwright.project import Project
 from portwright.redact import redact
 from portwright.web import runpage
@@ -128,5 +129,12 @@ def write_report(project: Project, run_id: str, out: Path | None = None) -> Path
     with Checkpoints(project) as checkpoints:
         text = report_html(project, checkpoints, run_id)
     path = out if out is not None else project.run_dir(run_id) / REPORT
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        why = ("its folder does not exist" if not path.parent.is_dir() else
+               "it is a folder" if path.is_dir() else exc.strerror or str(exc))
+        raise UsageError(f"cannot write the report to {path}: {why}", key="--output",
+                         fix="give a file path in a folder that exists and you may write "
+                             "(e.g. -o report.html)") from exc
     return path

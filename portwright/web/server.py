@@ -3,8 +3,10 @@ none is given); off loopback only with a token given."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import secrets
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -40,14 +42,43 @@ def guard_for(host: str, token: str | None, allow_hosts: Iterable[str] = (), *,
     return Guard.for_bind(host, token if token is not None else made, allow_hosts)
 
 
-def serve(root: Path, *, host: str, port: int, guard: Guard, allow_local: bool = False) -> None:
-    """Serve the project at ``root`` until stopped."""
+def bind(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, made before anything is printed: a port in use
+    or an address this machine does not have is bad input (the option names it), not a
+    server that announces itself and then fails."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UsageError(f"--host {host} is no address of this machine ({exc.strerror})",
+                         key="--host", fix="give an address it has, e.g. 127.0.0.1") from exc
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(f"port {port} on {host} is in use by another program",
+                             key="--port", fix="pick another --port, or stop what holds it "
+                                               f"(`ss -ltnp 'sport = :{port}'`)") from exc
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                         key="--host", fix="give an address this machine has and a port "
+                                           "you may use (1024 or more)") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(root: Path, *, sock: socket.socket, guard: Guard, allow_local: bool = False) -> None:
+    """Serve the project at ``root`` on ``sock`` (:func:`bind`) until stopped."""
     import uvicorn
 
     from portwright.web.app import create_app
 
     app = create_app(root, guard, allow_local=allow_local)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+    config = uvicorn.Config(app, log_level="warning",
                             access_log=False, server_header=False, proxy_headers=False,
                             timeout_graceful_shutdown=3, lifespan="on")
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[sock])

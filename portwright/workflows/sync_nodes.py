@@ -390,6 +390,8 @@ def outcome(state: SyncState) -> tuple[SyncStatus, str]:
     if open_commits:
         return SyncStatus.BLOCKED, (f"{len(open_commits)} of {len(state.commits)} commit(s) "
                                     f"not accounted for: the pin stays at {state.pin[:12]}")
+    if state.target and state.target == state.pin:
+        return SyncStatus.DONE, f"the pin is already at {state.target[:12]}: nothing to sync"
     if state.pin_commit:
         return SyncStatus.DONE, ""
     return SyncStatus.BLOCKED, "the pin gates did not run"

@@ -72,6 +72,8 @@ def _plain_copy(w: World) -> None:
 CASES = [
     Case("repo-not-git", SPEC, _not_git, says=("not a git repository",), commit=False),
     Case("repo-not-git-gap", ("gap",), _not_git, says=("not a git repository",), commit=False),
+    Case("repo-not-git-trace", ("trace",), _not_git,
+         says=("not a git repository", "--repo"), commit=False),
     Case("repo-plain-folder-doctor", ("doctor",), _plain_copy, cwd_repo="plain",
          says=("not a git repository",)),
     Case("repo-no-commits", SPEC, _no_commits, says=("no commits",), commit=False),
@@ -118,6 +120,9 @@ RUNS = [
          says=("/nonexistent/token",)),
     Case("serve-token-twice", ("serve", "--token", "t" * 20, "--token-file", "t"),
          says=("--token",)),
+    Case("serve-port-out-of-range", ("serve", "--port", "99999"), says=("--port", "65535")),
+    Case("serve-host-not-here", ("serve", "--host", "203.0.113.9", "--token", "t" * 20),
+         says=("--host", "203.0.113.9")),
     Case("runs-pr-unknown", ("pr", "nope"), says=("nope",)),
     Case("runs-run-unknown-row", ("run", "no-such-row"),
          says=("no-such-row", "docs/parity/models.md", "portwright rows")),

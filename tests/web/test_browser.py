@@ -3,6 +3,7 @@ decisions that resume them exactly as `portwright approve / reject / edit` do.""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -169,3 +170,11 @@ def test_static_report_is_one_self_contained_file(web: WebWorld, page: Any) -> N
     expect(page.locator("#diff .highlight").first).to_be_visible()
     assert page.locator("#approval button").count() == 0
     assert page.evaluate("window.__pwned") is None
+    # into a folder that does not exist: bad input naming --output, no traceback
+    missing = web.repo.parent / "no-such-folder" / "report.html"
+    refused = pw(web.repo, "report", ADVANCE, "--html", "-o", str(missing), "--json")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
+    error = json.loads(refused.stdout)["error"]
+    assert error["key"] == "--output"
+    assert "its folder does not exist" in error["message"]

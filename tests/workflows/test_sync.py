@@ -139,6 +139,22 @@ def test_a_red_gate_holds_the_pin_and_says_which_commit(
     assert "not moved" in report
 
 
+def test_a_sync_to_the_pin_itself_moves_nothing_and_says_so(
+        make_repo: Callable[[str], GitRepo]) -> None:
+    world = build_sync_world(make_repo)
+    project = Project.load(world.repo, at="HEAD")
+    result = sync_driver.start(project, world.pin, lambda e: None, sync_id="sync-none",
+                               client=world.model())
+    assert result.status is SyncStatus.DONE
+    assert result.values["commits"] == []
+    assert "already at" in result.values["reason"]
+    assert not result.values.get("pr_url")
+    assert pin_on(world, result.values["branch"]) == world.pin
+    report = (project.run_dir("sync-none") / "pr.md").read_text()
+    assert "nothing to move" in report
+    assert "moved to" not in report
+
+
 def test_port_runs_parked_at_an_approval_then_the_sync_picks_up(
         make_repo: Callable[[str], GitRepo]) -> None:
     from portwright.workflows import driver
