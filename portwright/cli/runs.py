@@ -130,6 +130,8 @@ def run(
     engine: Annotated[str | None, typer.Option(
         help="local: drive the run in this process; temporal: as a Temporal workflow on "
         "`portwright worker` processes (default: [runs] engine).")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Start the run even if the row has one under way.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Port one row: verified gap → surface → spec → tests seen red → implementation seen
@@ -146,6 +148,8 @@ def run(
                          fix="`portwright run ROW` or `portwright run --next 3`")
     committed = project(committed=True)
     check_options(committed, overrides)
+    if row is not None and not force:
+        _one_run_per_row(committed, row)
     if (engine or committed.config.runs.engine) == "temporal":
         from portwright.cli import dist
         from portwright.workflows.context import new_run_id
@@ -172,14 +176,39 @@ def run(
     _finish(result, as_json)
 
 
+def in_flight(proj: Project) -> dict[str, list[RunView]]:
+    """The runs still under way (waiting for a person, or running: a run killed while it
+    ran counts until it is resumed), by row; both engines'."""
+    from portwright.cli import dist
+    from portwright.workflows import driver
+
+    out: dict[str, list[RunView]] = {}
+    for view in driver.views(proj) + dist.temporal_views(proj):
+        if view.status.value in ("waiting", "running"):
+            out.setdefault(str(view.values.get("row", "")), []).append(view)
+    return out
+
+
+def _one_run_per_row(proj: Project, row: str) -> None:
+    """One row, one run under way: two would make two branches and two pull requests."""
+    from portwright.errors import UsageError
+
+    busy = in_flight(proj).get(row, [])
+    if busy:
+        said = ", ".join(f"{v.run_id} ({v.status.value})" for v in busy)
+        first = busy[0].run_id
+        raise UsageError(f"row {row} has a run under way already: {said}", key="ROW",
+                         fix=f"see it (`portwright status {first}`) and finish it "
+                             f"(`portwright approve/resume {first}`), or pass --force to "
+                             "start another run of the row anyway")
+
+
 def next_open_rows(proj: Project, count: int) -> list[str]:
     """The ``count`` open rows (not in a done status, no run of theirs waiting or running)
     with the highest priority."""
     from portwright.parity.matrix import by_priority, load_rows
-    from portwright.workflows import driver
 
-    busy = {v.values["row"] for v in driver.views(proj) if v.status.value in ("waiting",
-                                                                            "running")}
+    busy = set(in_flight(proj))
     done = set(proj.config.artifacts.done_statuses)
     rows = [r for r in by_priority(load_rows(proj.root, proj.config))
             if r.status not in done and r.id not in busy]

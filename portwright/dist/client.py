@@ -155,9 +155,11 @@ async def connect(config: TemporalConfig) -> Client:
     mTLS) and with the API key of ``api_key_env`` when the config says so."""
     tls, key = _tls(config), _api_key(config)
     try:
-        return await Client.connect(config.address, namespace=config.namespace,
-                                    data_converter=pydantic_data_converter, tls=tls,
-                                    api_key=key)
+        client = await Client.connect(config.address, namespace=config.namespace,
+                                      data_converter=pydantic_data_converter, tls=tls,
+                                      api_key=key)
+        await _namespace_exists(client, config)
+        return client
     except (RuntimeError, RPCError) as exc:
         refused = _refusal(config, exc)
         if refused is not None:
@@ -167,6 +169,25 @@ async def connect(config: TemporalConfig) -> Client:
             f"{config.namespace}): {exc}",
             fix="start one (`temporal server start-dev`), or set [temporal] address / "
                 "PORTWRIGHT_TEMPORAL__ADDRESS") from exc
+
+
+async def _namespace_exists(client: Client, config: TemporalConfig) -> None:
+    """A namespace the service lacks is a setting to change, said before any call needs it
+    (a frontend that does not let this client describe namespaces is left to answer the
+    calls themselves)."""
+    from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=config.namespace))
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise ConfigError(f"the Temporal service at {config.address} has no namespace "
+                              f"{config.namespace!r}", key="temporal.namespace",
+                              fix=f"create it (`temporal operator namespace create "
+                                  f"--namespace {config.namespace}`), or set [temporal] "
+                                  "namespace (PORTWRIGHT_TEMPORAL__NAMESPACE) to one it "
+                                  "has") from exc
 
 
 def workflow_id(project: Project, run_id: str) -> str | None:

@@ -132,3 +132,21 @@ def test_credentials_that_cannot_be_read_are_named_before_connecting(
         asyncio.run(connect(config.temporal))
     rendered = " ".join(caught.value.render().split())
     assert key in rendered and says in rendered, rendered
+
+
+@pytest.mark.temporal
+def test_a_namespace_the_service_lacks_is_named(make_repo: Callable[[str], GitRepo],
+                                                 temporal_address: str) -> None:
+    import asyncio
+
+    from portwright.dist.client import connect
+
+    config = load_config(_repo(make_repo, ""),
+                         environ={"PORTWRIGHT_TEMPORAL__ADDRESS": temporal_address,
+                                  "PORTWRIGHT_TEMPORAL__NAMESPACE": "no-such-namespace"})
+    with pytest.raises(ConfigError) as caught:
+        asyncio.run(connect(config.temporal))
+    assert caught.value.key == "temporal.namespace"
+    assert "no-such-namespace" in caught.value.message
+    assert caught.value.fix is not None
+    assert "namespace create" in caught.value.fix

@@ -172,12 +172,13 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebWorld]:
         config = (world.repo / "portwright.toml").read_text() + model_config(model)
         world.downstream.commit("model endpoint", {"portwright.toml": config})
         for run_id in ASK:  # each run obeys the config committed when it started
-            done = pw(world.repo, "run", "kv-cache", "--run-id", run_id, "--json")
+            # several runs of one row under way at once: --force
+            done = pw(world.repo, "run", "kv-cache", "--run-id", run_id, "--force", "--json")
             assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
             assert last_json(done.stdout)["status"] == "waiting"
         world.downstream.commit("ask before advancing only", {
             "portwright.toml": config.replace(ASKING, ADVANCING)})
-        done = pw(world.repo, "run", "kv-cache", "--run-id", ADVANCE, "--json")
+        done = pw(world.repo, "run", "kv-cache", "--run-id", ADVANCE, "--force", "--json")
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         assert last_json(done.stdout)["status"] == "waiting"
         with serve(world.repo) as server:

@@ -88,6 +88,13 @@ def test_approval_from_a_second_process(make_repo: Callable[[str], GitRepo],
     assert request["review_configs"][0]["allowed_decisions"] == ["approve", "reject",
                                                                  "respond"]
     assert "red and green observed" in request["action_requests"][0]["description"]
+    # one row, one run under way: another would make a second branch and pull request
+    other = pw(w.repo, "run", "kv-cache", "--run-id", "ask-2", "--json")
+    assert other.returncode == 2, other.stdout + other.stderr
+    error = json.loads(other.stdout)["error"]
+    assert "ask-1 (waiting)" in error["message"]
+    assert "--force" in error["fix"]
+    assert not Project.load(w.repo).run_dir("ask-2").exists()
     second = pw(w.repo, "approve", "ask-1", "--json")
     assert second.returncode == 0, second.stderr
     assert final(second)["status"] == "done"
