@@ -26,13 +26,12 @@ from __future__ import annotations
 import base64
 import dataclasses
 import re
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import quote
-
-from pydantic import BaseModel
 
 MASK = "***"
 """What a secret is replaced with."""
@@ -109,7 +108,8 @@ def _walk(value: Any) -> Any:
             return value
         return (type(value)(*walked) if hasattr(value, "_fields")  # a named tuple
                 else type(value)(walked))
-    if isinstance(value, BaseModel):
+    pydantic = sys.modules.get("pydantic")  # no model exists before it is imported
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
         changed = {name: new for name in type(value).model_fields
                    if (new := _walk(old := getattr(value, name))) is not old}
         return value.model_copy(update=changed) if changed else value

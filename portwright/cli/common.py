@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
 from rich.console import Console
 
 if TYPE_CHECKING:
@@ -69,7 +69,10 @@ def emit_json(payload: Any) -> None:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    # no model exists before pydantic is imported: a command that made none never pays for
+    # the import (``--help``, ``--version`` and the light commands answer sooner)
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from portwright.cli.common import console, emit_json, err_console
-from portwright.eval.store import DEFAULT_AGE
+from portwright.eval import DEFAULT_AGE
 
 
 def register(app: typer.Typer) -> None:

@@ -16,11 +16,11 @@ from rich.table import Table
 from rich.text import Text
 
 from portwright.cli.common import console, emit_json, err_console, project, revision
-from portwright.config import PortwrightConfig
 from portwright.errors import ParityFileError, RepositoryError, RevisionError, UsageError
 from portwright.vcs.plumbing import git, is_ancestor, rev_parse
 
 if TYPE_CHECKING:
+    from portwright.config import PortwrightConfig
     from portwright.evidence.history import HistoryIndex
     from portwright.project import Project
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from portwright.cli.common import STATE, console, emit_json, err_console, project
-from portwright.config import CONFIG_FILE, SandboxBackend, SandboxConfig
+from portwright.config import SandboxBackend
+
+if TYPE_CHECKING:
+    from portwright.config import SandboxConfig
 
 sandbox_app = typer.Typer(
     help="Sandboxes: the offline base image, the environment image, leftovers of dead runs, "
@@ -29,6 +32,7 @@ def _settings() -> tuple[SandboxConfig, Path]:
     """The repo's ``[sandbox]`` config as committed at HEAD (defaults without a
     portwright.toml) and the state folder (outside a project: ``$PORTWRIGHT_STATE_DIR``,
     else the user's, made private when missing)."""
+    from portwright.config import CONFIG_FILE, SandboxConfig
     from portwright.environment import private_folder, state_home
 
     repo = STATE.repo
@@ -142,6 +146,7 @@ def info_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Which backend a run would use here, and why."""
+    from portwright.config import CONFIG_FILE
     from portwright.sandboxes.images import missing_image_fix
     from portwright.sandboxes.selection import select_backend
 

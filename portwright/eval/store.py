@@ -40,13 +40,12 @@ from pydantic import BaseModel, ConfigDict
 
 from portwright.environment import STATE_ENV
 from portwright.errors import UsageError
+from portwright.eval import DEFAULT_AGE
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_AGE", "PruneReport", "Removed", "parse_age", "prune_store", "touch"]
 
-DEFAULT_AGE = "30d"
-"""``--older-than`` when not given."""
 SEEDS = "_seeds"
 """The seeds' folder in the store (:func:`portwright.eval.validate.seed_dir`): a name no
 task's slug can have."""

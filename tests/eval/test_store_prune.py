@@ -224,20 +224,23 @@ def test_prune_after_real_validations_keeps_what_was_used_lately(tmp_path: Path)
     validate("one")
     store = tmp_path / "state" / "eval" / "validation"
     (record,) = (store / "tinystats--percentile").glob("*.json")
-    (seed,) = seed_dir(store).glob("*.git")
-    for path in (record, seed):
+    # two seeds: the upstream's history up to the task's last commit, and the parent's
+    seeds = sorted(seed_dir(store).glob("*.git"))
+    assert len(seeds) == 2
+    for path in (record, *seeds):
         _age(path, 40)
 
-    validate("two")  # from the store: the entry and the seed are used again
+    validate("two")  # from the store: the entry and the seeds are used again
     assert time.time() - record.stat().st_mtime < DAY
-    assert time.time() - seed.stat().st_mtime < DAY
+    assert all(time.time() - seed.stat().st_mtime < DAY for seed in seeds)
     assert prune("--older-than", "30d") == []
 
-    for path in (record, seed):
+    for path in (record, *seeds):
         _age(path, 40)
-    assert {r["kind"] for r in prune("--older-than", "30d")} == {"entry", "seed"}
+    removed = prune("--older-than", "30d")
+    assert sorted(r["kind"] for r in removed) == ["entry", "seed", "seed"]
     assert not record.exists()
-    assert not seed.exists()
+    assert not any(seed.exists() for seed in seeds)
     validate("three")
     assert list((tmp_path / "three" / "validation").glob("*.logs"))  # observed, not reused
     assert store_dir(env) == store
