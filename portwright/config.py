@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -347,16 +348,38 @@ class ApprovalsConfig(_Model):
     """Before the pull request is opened."""
 
 
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+"""The schemes of a ``[runs] checkpoint_url`` (libpq's)."""
+
+
 class RunsConfig(_Model):
     """Where runs keep their checkpoints, and what drives them."""
 
     checkpoint_url: str | None = None
-    """``postgresql://…`` to keep checkpoints in Postgres (``portwright[postgres]``), for
-    runs resumed on other machines; unset: an SQLite file in the state folder."""
+    """``postgresql://user:password@host:port/database`` to keep checkpoints in Postgres
+    (``portwright[postgres]``), for runs resumed on other machines; unset: an SQLite file
+    in the state folder. Postgres is the only server: another scheme is refused here."""
     engine: Literal["local", "temporal"] = "local"
     """What drives a run of the cycle: ``local`` (this process, LangGraph checkpoints) or
     ``temporal`` (a Temporal workflow run by ``portwright worker`` processes, see
     ``[temporal]``; ``portwright[temporal]``). ``portwright run --engine`` overrides it."""
+
+    @field_validator("checkpoint_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        url = value.strip()
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in POSTGRES_SCHEMES:
+            given = f"a {parts.scheme}:// URL" if parts.scheme else "not a URL"
+            raise ValueError(f"must be a postgresql:// URL (checkpoints go to Postgres, or "
+                             f"unset to an SQLite file in the state folder); this is {given}")
+        try:
+            _ = parts.port  # raises for a port that is not one
+        except ValueError as exc:
+            raise ValueError(f"the URL's port is not a port ({exc})") from None
+        return url
 
 
 _ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}$")

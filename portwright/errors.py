@@ -9,6 +9,9 @@
     │   ├── ParityFileError        a matrix, ledger, inventory, spec or pin store
     │   ├── RevisionError          an upstream/downstream revision that does not resolve
     │   ├── RepositoryError        not a git repository, dirty tree, missing checkout
+    │   ├── RunStateError          a file of the state folder portwright wrote no longer
+    │   │                          reads (the SQLite checkpoint database, a run's run.json):
+    │   │                          the file, what is lost, the fix (move it aside)
     │   └── PullRequestError       the forge (GitHub) or the push refused a pull request:
     │                              what it answered, the [pr] key or variable to change
     ├── ToolError                  a tool call the agent loop answers back to the model
@@ -21,6 +24,8 @@
         ├── ModelError             the model endpoint failed after its retries
         ├── RateLimited            the forge's rate limit is spent: when it resets
         ├── TemporalUnavailable    the Temporal service does not answer: how to reach one
+        ├── CheckpointUnavailable  the checkpoint store does not answer (the Postgres of
+        │                          [runs] checkpoint_url, an SQLite file it cannot open)
         ├── UnsafeChange           a step's commit would take a link, a nested repository
         │                          or a file that steers portwright or a toolchain
         └── SandboxError           the sandbox could not do what was asked
@@ -97,6 +102,12 @@ class RepositoryError(UsageError):
     """A repository is missing, not a git repository, or not in the state required."""
 
 
+class RunStateError(UsageError):
+    """A file of the state folder that portwright wrote no longer reads: the SQLite
+    checkpoint database is damaged, a run's ``run.json`` is not a manifest. ``file`` names
+    it; the message says what is lost, the fix how to go on (move it aside)."""
+
+
 class PullRequestError(UsageError):
     """The forge refused to open or update a pull request, or to take its branch: a bad or
     missing token, a repository it cannot see, a base branch or reviewer it rejects. The
@@ -165,6 +176,18 @@ class TemporalUnavailable(RunFailure):
         self.message = message
         self.fix = fix
         super().__init__(message if fix is None else f"{message}\n  fix: {fix}")
+
+
+class CheckpointUnavailable(RunFailure):
+    """The checkpoint store does not answer: the Postgres server of ``[runs]
+    checkpoint_url`` is down or out of reach, or the SQLite file in the state folder
+    cannot be opened. A store that answers and refuses (a wrong password, no such
+    database) is a :class:`ConfigError` naming the setting instead."""
+
+    def __init__(self, message: str, *, fix: str) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(f"{message}\n  fix: {fix}")
 
 
 class UnsafeChange(RunFailure):

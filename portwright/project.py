@@ -166,7 +166,28 @@ class Project:
         name = main.parent.name if main.name == ".git" else main.name.removesuffix(".git")
         digest = hashlib.sha256(str(main.resolve()).encode()).hexdigest()[:12]
         folder = base / "projects" / f"{_SLUG.sub('_', name).strip('_') or 'repo'}-{digest}"
-        return private_folder(folder)
+        try:
+            return private_folder(folder)
+        except OSError as exc:
+            raise self._state_folder_error(base, exc) from exc
+
+    def _state_folder_error(self, base: Path, exc: OSError) -> ConfigError:
+        """What a state folder that cannot be made (a file in its place, no right to write
+        there) means, naming where it was set."""
+        where = Path(exc.filename) if exc.filename else base
+        if isinstance(exc, NotADirectoryError | FileExistsError):
+            problem = f"the state folder {base} is not a folder: {where} is a file"
+        else:
+            problem = f"the state folder {base} cannot be made: {exc.strerror or exc} ({where})"
+        if self.config.state_dir is None:  # the default: $XDG_STATE_HOME/portwright, …
+            return ConfigError(f"{problem} (the default state folder: {STATE_ENV} and "
+                               "state_dir are unset)", key="state_dir",
+                               fix=f"move {where} aside, or set {STATE_ENV} (or state_dir in "
+                                   "portwright.toml) to a folder of your own")
+        source = self.config.origin("state_dir", self.root / CONFIG_FILE)
+        return ConfigError(problem, file=source, key="state_dir",
+                           fix=f"move {where} aside, or point {STATE_ENV} (state_dir) at a "
+                               "folder of your own outside every repository")
 
     @cached_property
     def _common_dir(self) -> Path:

@@ -27,8 +27,13 @@ from portwright.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from datetime import datetime
+
+    from portwright.errors import UsageError
     from portwright.project import Project
     from portwright.workflows.driver import RunView
+    from portwright.workflows.survey import LostRun
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (events as lines).")]
 AllowLocal = Annotated[bool, typer.Option(
@@ -364,13 +369,15 @@ def pr(
     _finish(driver.publish(proj, run_id, _printer(as_json)), as_json)
 
 
-def _age(values: dict[str, Any]) -> str:
+def _age(values: dict[str, Any], since: datetime | None = None) -> str:
+    """How long since the run's last step finished (or ``since``, without steps)."""
     from datetime import UTC, datetime
 
     steps = values.get("timeline") or []
-    if not steps:
+    if not steps and since is None:
         return "-"
-    last = datetime.fromisoformat(str(steps[-1]["finished"]))
+    last = datetime.fromisoformat(str(steps[-1]["finished"])) if steps else since
+    assert last is not None
     minutes = int((datetime.now(UTC) - last).total_seconds() // 60)
     return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
@@ -381,13 +388,16 @@ def runs(
         "landed).")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Every run of the cycle in this project; waiting ones first."""
+    """Every run of the cycle in this project; waiting ones first. A run whose checkpoint
+    is lost is listed from its run folder (status unknown), with a warning."""
     from portwright.cli import dist
     from portwright.runs.report import spend
-    from portwright.workflows import driver
+    from portwright.workflows.survey import UNKNOWN, survey
 
     proj = project()
-    found = [v for v in driver.views(proj) + dist.temporal_views(proj)
+    seen = survey(proj)
+    _warn(seen.warnings)
+    found = [v for v in seen.views + dist.temporal_views(proj)
              if status_filter is None or v.status.value == status_filter]
     found.sort(key=lambda v: v.status.value != "waiting")
     rows = []
@@ -400,6 +410,13 @@ def runs(
                      "tokens": int(sum(v["tokens"] for v in spent.values())),
                      "cost_usd": round(sum(v["cost_usd"] for v in spent.values()), 4),
                      "pr_url": item.values.get("pr_url", "")})
+    for lost in seen.lost if status_filter in (None, UNKNOWN) else []:
+        spent = spend(proj.run_dir(lost.run_id))
+        rows.append({"run_id": lost.run_id, "row": lost.row, "status": UNKNOWN, "node": "-",
+                     "age": _age({}, lost.manifest.created),
+                     "tokens": int(sum(v["tokens"] for v in spent.values())),
+                     "cost_usd": round(sum(v["cost_usd"] for v in spent.values()), 4),
+                     "pr_url": "", "lost": lost.problem})
     if as_json:
         emit_json(rows)
         return
@@ -415,8 +432,9 @@ def status(
     as_json: JsonOption = False,
 ) -> None:
     """A run's timeline, gates, red/green records, spend and what it waits for; a sync's
-    per-commit table."""
+    per-commit table. A run whose checkpoint is lost is shown from its run folder."""
     from portwright.runs.report import spend
+    from portwright.workflows.survey import survey
     from portwright.workflows.sync_state import is_sync
 
     proj = project()
@@ -425,9 +443,18 @@ def status(
 
         status_sync(proj, run_id, as_json)
         return
-    current = _view(proj, run_id)
+    proj.store(run_id)  # a run id that is not one is refused here
+    seen = survey(proj, only=run_id)
+    if not (seen.views or seen.lost or seen.temporal) and seen.warnings:
+        raise seen.warnings[0]  # its run.json does not read, and no checkpoint holds it
+    _warn(seen.warnings)
+    if seen.lost:
+        _show_lost(proj, seen.lost[0], as_json)
+        return
+    # Temporal's, or a checkpoint without a run folder (none at all: "no run")
+    current = seen.views[0] if seen.views else _view(proj, run_id)
     values = current.values
-    payload = {"run_id": run_id, "engine": "temporal" if _temporal(proj, run_id) else "local",
+    payload = {"run_id": run_id, "engine": "temporal" if seen.temporal else "local",
                "status": current.status.value,
                "reason": values.get("reason", ""), "next": list(current.next),
                "waiting": current.waiting, "timeline": values.get("timeline", []),
@@ -452,14 +479,46 @@ def status(
         gates.add_row(gate["phase"], escape(gate["name"]), "ok" if gate["passed"] else "FAIL",
                       str(gate.get("record") or "-"), escape(gate.get("message", ""))[:120])
     console.print(gates)
-    for role, spent in payload["spend"].items():
-        console.print(f"{role}: {int(spent['calls'])} calls, {int(spent['tokens'])} tokens, "
-                      f"${spent['cost_usd']:.4f}", markup=False)
+    _print_spend(payload["spend"])
     if payload["pr_url"]:
         console.print(f"pull request: {payload['pr_url']}", markup=False)
     if current.waiting is not None:
         console.print("waits for: " + current.waiting["action_requests"][0]["name"],
                       markup=False)
+
+
+def _warn(problems: Sequence[UsageError]) -> None:
+    for problem in problems:
+        err_console.print(f"warning: {problem.render()}", markup=False)
+
+
+def _print_spend(spend: dict[str, dict[str, float]]) -> None:
+    for role, spent in spend.items():
+        console.print(f"{role}: {int(spent['calls'])} calls, {int(spent['tokens'])} tokens, "
+                      f"${spent['cost_usd']:.4f}", markup=False)
+
+
+def _show_lost(proj: Project, lost: LostRun, as_json: bool) -> None:
+    """What the run folder of a run whose checkpoint is lost tells."""
+    from portwright.runs.report import spend
+    from portwright.workflows.survey import UNKNOWN
+
+    started = lost.manifest
+    payload: dict[str, Any] = {
+        "run_id": lost.run_id, "engine": started.engine, "status": UNKNOWN,
+        "reason": f"its checkpoint is lost: {lost.problem}", "next": [], "waiting": None,
+        "timeline": [], "gates": [], "attempts": {}, "spend": spend(proj.run_dir(lost.run_id)),
+        "branch": "", "pr_url": "", "pr_number": None, "lost": lost.problem, "row": lost.row,
+        "command": started.command, "commit": started.commit,
+        "created": started.created.isoformat()}
+    if as_json:
+        emit_json(payload)
+        return
+    console.print(f"run {lost.run_id} ({lost.row}): {UNKNOWN} — its checkpoint is lost "
+                  f"({lost.problem})", markup=False)
+    console.print(f"started {started.created:%Y-%m-%d %H:%M} UTC by `portwright "
+                  f"{started.command}` at {started.commit[:12]}", markup=False)
+    _print_spend(payload["spend"])
 
 
 def log(

@@ -45,7 +45,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from portwright.config import PortwrightConfig
-from portwright.errors import ParityFileError, UsageError
+from portwright.errors import ParityFileError, RunStateError, UsageError
 from portwright.redact import redact_data
 from portwright.runs.keys import evidence_key
 from portwright.runs.models import EvidenceKind, EvidenceRecord, RunManifest
@@ -205,10 +205,24 @@ class RunStore:
         return path
 
     def manifest(self) -> RunManifest | None:
+        """The run's ``run.json``; None when there is none. Raises
+        :class:`~portwright.errors.RunStateError` naming the file when it does not read as
+        a manifest (damaged, cut short, written by another program)."""
         path = self.dir / "run.json"
         if not path.is_file():
             return None
-        return RunManifest.model_validate_json(path.read_bytes())
+        try:
+            return RunManifest.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError) as exc:
+            why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else \
+                exc.errors()[0]["msg"]
+            raise RunStateError(
+                f"run {self.run_id}'s manifest does not read ({why}): what started the run, "
+                "its commit and config are lost", file=path,
+                fix=f"put run.json back from a copy, if there is one; without it the run "
+                    "cannot be resumed (`portwright status` shows its checkpoint, if any): "
+                    f"move its folder aside (`mv {self.dir} {self.dir}.damaged`) and start a "
+                    "new run of its row") from exc
 
     def write_log(self, name: str, data: bytes) -> tuple[str, str]:
         """Store a log; returns (path relative to the run directory, sha256)."""

@@ -14,11 +14,9 @@ second resume. ``publish`` opens or updates the pull request of a finished run a
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import logging
 import os
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -28,83 +26,31 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, StreamMode
 from pydantic import ValidationError
 
 from portwright.agents.llm import LLMClient
 from portwright.config import PortwrightConfig
-from portwright.errors import UsageError
+from portwright.errors import RunStateError, UsageError
 from portwright.parity.matrix import require_row_at
 from portwright.project import Project
-from portwright.redact import redact_data, unredacted
+from portwright.redact import unredacted
+from portwright.runs.models import RunManifest
 from portwright.runs.store import RunStore
 from portwright.vcs import plumbing
 from portwright.vcs.worktree import run_worktree
 from portwright.workflows import nodes_finish
+from portwright.workflows.checkpoints import _serde as _serde  # re-exported
+from portwright.workflows.checkpoints import open_checkpointer as open_checkpointer
 from portwright.workflows.context import RunContext, new_run_id, open_run
 from portwright.workflows.cycle import build_cycle
 from portwright.workflows.state import CycleState, Node, RunStatus, Step
+from portwright.workflows.sync_state import COMMAND as SYNC_COMMAND
 
 logger = logging.getLogger(__name__)
 
 Event = dict[str, Any]
 OnEvent = Callable[[Event], None]
-
-CHECKPOINTS = "checkpoints.sqlite"
-
-
-@contextmanager
-def open_checkpointer(project: Project) -> Iterator[BaseCheckpointSaver[Any]]:
-    """The checkpoint saver of the project's runs."""
-    url = project.config.runs.checkpoint_url
-    if url:
-        try:
-            from langgraph.checkpoint.postgres import PostgresSaver
-        except ImportError as exc:
-            raise UsageError("[runs] checkpoint_url needs the postgres extra",
-                             key="runs.checkpoint_url",
-                             fix="pip install 'portwright[postgres]', or unset it") from exc
-        with PostgresSaver.from_conn_string(url) as saver:
-            saver.serde = _serde()
-            saver.setup()
-            yield saver
-        return
-    conn = sqlite3.connect(project.state_dir / CHECKPOINTS, check_same_thread=False)
-    # WAL, synchronised at checkpoints of the log rather than at every commit: a write is
-    # durable when the process dies (a kill, a crash: what resume is for) and the file is
-    # never corrupt; an OS crash or power cut may lose the last writes, and the run then
-    # resumes from an earlier step, as it does from a kill — which is what the run's git
-    # commits and evidence files, never synced either, already give. An fsync per write
-    # cost ~7 ms on a loaded disk, twice per node.
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    try:
-        yield SqliteSaver(conn, serde=_serde())
-    finally:
-        conn.close()
-
-
-class _RedactingSerializer(JsonPlusSerializer):
-    """Writes every checkpoint and pending write redacted (:mod:`portwright.redact`): no
-    secret a failure, a model or a command echoed reaches the checkpoint store."""
-
-    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-        return super().dumps_typed(redact_data(obj))
-
-
-def _serde() -> JsonPlusSerializer:
-    """Checkpoints deserialise only the state's own types (and LangGraph's safe ones), and
-    are written redacted."""
-    from portwright.workflows import state
-
-    allowed = [("portwright.workflows.state", name) for name in
-               ("CycleState", "Node", "RunStatus", "Step", "GateRef") if hasattr(state, name)]
-    allowed += [("portwright.workflows.sync_state", name) for name in
-                ("SyncState", "SyncCommit", "SyncNode", "SyncStatus", "SyncStep", "Account",
-                 "PortResult", "PortTask")]
-    return _RedactingSerializer(allowed_msgpack_modules=allowed)
 
 
 @dataclass(frozen=True)
@@ -208,24 +154,30 @@ def worktree_run(project: Project, run_id: str, base: str, command: str, *, resu
 def _drive(project: Project, run_id: str, base: str, command: str, graph_input: Any,
            on_event: OnEvent, *, resume: bool, allow_local: bool = False,
            replay: Path | None = None, record: Path | None = None,
-           client: LLMClient | None = None, answers: str | None = None) -> RunView:
-    with worktree_run(project, run_id, base, command, resume=resume, allow_local=allow_local,
-                      replay=replay, record=record, client=client) as ctx, \
-            open_checkpointer(project) as saver:
-        graph = build_cycle().compile(checkpointer=saver)
-        if answers is not None:  # checked again under the lock: never a double answer
-            _still_waiting(view(project, run_id, saver, graph=graph), answers)
-        modes: list[StreamMode] = ["custom", "updates"]
-        for mode, chunk in graph.stream(graph_input, _thread(run_id), context=ctx,
-                                        stream_mode=modes, durability="sync"):
-            if mode == "custom" and isinstance(chunk, dict):
-                on_event(chunk)
-            elif isinstance(chunk, dict) and "__interrupt__" in chunk:
-                on_event({"event": "waiting", "run_id": run_id})
-            elif isinstance(chunk, dict):
-                for name in chunk:
-                    on_event({"event": "step_done", "node": name})
-        return view(project, run_id, saver, graph=graph)
+           client: LLMClient | None = None, answers: str | None = None,
+           announce: Event | None = None) -> RunView:
+    # the checkpoint store first: one that does not answer leaves no worktree, branch or
+    # run folder behind, and the run is not announced (``announce``: a run that starts)
+    with open_checkpointer(project) as saver:
+        if announce is not None:
+            on_event(announce)
+        with worktree_run(project, run_id, base, command, resume=resume,
+                          allow_local=allow_local, replay=replay, record=record,
+                          client=client) as ctx:
+            graph = build_cycle().compile(checkpointer=saver)
+            if answers is not None:  # checked again under the lock: never a double answer
+                _still_waiting(view(project, run_id, saver, graph=graph), answers)
+            modes: list[StreamMode] = ["custom", "updates"]
+            for mode, chunk in graph.stream(graph_input, _thread(run_id), context=ctx,
+                                            stream_mode=modes, durability="sync"):
+                if mode == "custom" and isinstance(chunk, dict):
+                    on_event(chunk)
+                elif isinstance(chunk, dict) and "__interrupt__" in chunk:
+                    on_event({"event": "waiting", "run_id": run_id})
+                elif isinstance(chunk, dict):
+                    for name in chunk:
+                        on_event({"event": "step_done", "node": name})
+            return view(project, run_id, saver, graph=graph)
 
 
 def start(project: Project, row: str, on_event: OnEvent, *, run_id: str | None = None,
@@ -242,9 +194,10 @@ def start(project: Project, row: str, on_event: OnEvent, *, run_id: str | None =
     # a project read at HEAD (the CLI's) holds the sha HEAD named then: the run starts there
     base = plumbing.rev_parse(project.root, base or project.revision or "HEAD")
     require_row_at(project.root, project.config, row, base)  # before a run folder exists
-    on_event({"event": "run_started", "run_id": run_id, "row": row, "base": base})
     return _drive(project, run_id, base, f"run {row}",
                   CycleState(row=row, target=target or ""), on_event, resume=False,
+                  announce={"event": "run_started", "run_id": run_id, "row": row,
+                            "base": base},
                   allow_local=allow_local, replay=replay, record=record, client=client)
 
 
@@ -344,26 +297,36 @@ def _check_publishable(current: RunView) -> None:
                                         "once the cause is fixed")
 
 
-def run_ids(project: Project) -> list[str]:
-    """Every run of the cycle in the project, oldest first."""
+def run_folders(project: Project) -> list[tuple[str, RunManifest | RunStateError]]:
+    """The run folders of the cycle's runs (not a gate's, a gap verdict's or a sync's),
+    oldest first, each with its manifest, or the error of one that does not read (it may
+    be any run's)."""
     if not project.runs_dir.is_dir():
         return []
     found = [p for p in project.runs_dir.iterdir() if (p / "run.json").is_file()
-             and not p.name.startswith(("gates-", "verify-gap-"))
-             and not _is_sync(project, p.name)]
-    return [p.name for p in sorted(found, key=lambda p: (p / "run.json").stat().st_mtime)]
+             and not p.name.startswith(("gates-", "verify-gap-"))]
+    out: list[tuple[str, RunManifest | RunStateError]] = []
+    for folder in sorted(found, key=lambda p: (p / "run.json").stat().st_mtime):
+        try:
+            manifest = RunStore(project.runs_dir, folder.name).manifest()
+        except RunStateError as exc:
+            out.append((folder.name, exc))
+            continue
+        if manifest is not None and manifest.command.split(" ", 1)[0] != SYNC_COMMAND:
+            out.append((folder.name, manifest))
+    return out
 
 
-def _is_sync(project: Project, run_id: str) -> bool:
-    from portwright.workflows.sync_state import is_sync
-
-    return is_sync(project, run_id)
+def run_ids(project: Project) -> list[str]:
+    """Every run of the cycle in the project whose run folder reads, oldest first (see
+    :func:`portwright.workflows.survey.survey` for the others)."""
+    return [run_id for run_id, manifest in run_folders(project)
+            if not isinstance(manifest, RunStateError)]
 
 
 def views(project: Project) -> list[RunView]:
-    out: list[RunView] = []
-    with open_checkpointer(project) as saver:
-        for run_id in run_ids(project):
-            with contextlib.suppress(UsageError):
-                out.append(view(project, run_id, saver))
-    return out
+    """Every run of the cycle whose checkpoint reads (Temporal's runs are its own: see
+    :func:`portwright.workflows.survey.survey` for them and for the runs that are lost)."""
+    from portwright.workflows.survey import survey
+
+    return survey(project).views

@@ -13,6 +13,7 @@ from tests.bad_input import (
     cases_rules,
     cases_sandbox,
     cases_schedule,
+    cases_state,
 )
 from tests.bad_input.harness import Case
 
@@ -28,6 +29,7 @@ CASES: list[Case] = [
     *cases_sandbox.CASES,
     *cases_eval.CASES,
     *cases_schedule.CASES,
+    *cases_state.CASES,
 ]
 
 _ids = [c.id for c in CASES]

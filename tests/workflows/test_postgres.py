@@ -9,6 +9,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,11 @@ def postgres_bin() -> Path | None:
     return found[-1].parent if found else None
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
+@contextmanager
+def postgres_server(password: str | None = None) -> Iterator[str]:
+    """A real Postgres server on a free loopback port, its superuser ``portwright``: the URL
+    of its ``postgres`` database. Without ``password`` it trusts every connection; with one
+    it asks for it (scram-sha-256), and the URL carries it."""
     bindir = postgres_bin()
     if bindir is None:
         pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
@@ -42,17 +46,29 @@ def postgres_url() -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust",
-                    "-U", "portwright"], check=True, capture_output=True)
-    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
-                    str(data.parent / "log"), "-o", f"-p {port} -k {data.parent} "
-                    "-h 127.0.0.1", "start"], check=True, capture_output=True)
+    auth = ["-A", "trust"]
+    if password is not None:
+        (folder / "password").write_text(password + "\n")
+        (folder / "password").chmod(0o644)
+        auth = ["-A", "scram-sha-256", f"--pwfile={folder / 'password'}"]
     try:
-        yield f"postgresql://portwright@127.0.0.1:{port}/postgres"
+        subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), *auth,
+                        "-U", "portwright"], check=True, capture_output=True)
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
+                        str(data.parent / "log"), "-o", f"-p {port} -k {data.parent} "
+                        "-h 127.0.0.1", "start"], check=True, capture_output=True)
+        user = "portwright" if password is None else f"portwright:{password}"
+        yield f"postgresql://{user}@127.0.0.1:{port}/postgres"
     finally:
         subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
                         "stop"], check=False, capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
 
 
 def test_approval_through_postgres_checkpoints(make_repo: Callable[[str], GitRepo],
