@@ -21,7 +21,8 @@
     └── RunFailure                 a run cannot go on; it ends ``blocked`` with this reason
         ├── BudgetExhausted        tokens, cost, calls or wall time ran out
         ├── GateFailed             a gate did not pass
-        ├── ModelError             the model endpoint failed after its retries
+        ├── ModelError             the model endpoint failed after its retries, or
+        │                          answered no chat completion: what it said, the fix
         ├── RateLimited            the forge's rate limit is spent: when it resets
         ├── TemporalUnavailable    the Temporal service does not answer: how to reach one
         ├── CheckpointUnavailable  the checkpoint store does not answer (the Postgres of
@@ -156,7 +157,14 @@ class GateFailed(RunFailure):
 
 
 class ModelError(RunFailure):
-    """The model endpoint failed after its retries, or answered something unusable."""
+    """The model endpoint failed after its retries, or answered something that is no chat
+    completion (a page that is not JSON, JSON cut off, no choices): the message names the
+    endpoint and what it answered, the fix what to change or start."""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(message if fix is None else f"{message}\n  fix: {fix}")
 
 
 class RateLimited(RunFailure):

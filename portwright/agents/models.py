@@ -1,15 +1,17 @@
-"""Choosing the model a run talks to, from ``[model]`` and the record/replay options."""
+"""Choosing the model a run talks to, from ``[model]`` and the record/replay options;
+the one tiny request that checks an endpoint answers (:func:`ping`)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from portwright.agents.llm import LLMClient
+from portwright.agents.llm import CompletionRequest, LLMClient, Message, Usage
 from portwright.agents.offline import RecordingClient, ReplayModel
 from portwright.agents.openai_client import DEFAULT_BASE_URL, REFUSE_ENV, OpenAIClient
 from portwright.config import CONFIG_FILE, ModelConfig
@@ -52,6 +54,34 @@ def describe(config: ModelConfig, repo: Path, environ: Mapping[str, str] | None 
                     api_key_env=config.api_key_env,
                     api_key_set=bool(env.get(config.api_key_env)),
                     refused=bool(env.get(REFUSE_ENV)))
+
+
+PING = CompletionRequest(messages=[Message(role="user",
+                                           content="Reply with the single word: ok")])
+"""The one tiny request ``portwright model check`` and ``portwright doctor`` send."""
+
+
+class Reply(BaseModel):
+    """What the endpoint answered :data:`PING`."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    reply: str | None
+    """The reply's text."""
+    model: str
+    """The model the server says answered."""
+    seconds: float
+    """How long the request took."""
+    usage: Usage
+    """Tokens it used."""
+
+
+def ping(client: LLMClient) -> Reply:
+    """Send :data:`PING`; a :class:`~portwright.errors.ModelError` names what went wrong."""
+    started = time.monotonic()
+    done = client.complete(PING)
+    return Reply(reply=done.message.content, model=done.model,
+                 seconds=round(time.monotonic() - started, 3), usage=done.usage)
 
 
 def build_client(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,8 +38,7 @@ def model_check(
 
     With --offline no request is sent.
     """
-    from portwright.agents.llm import CompletionRequest, Message
-    from portwright.agents.models import build_client, describe
+    from portwright.agents.models import build_client, describe, ping
     from portwright.agents.offline import ReplayModel, load_cassette
     from portwright.errors import PortwrightError, UsageError
 
@@ -59,12 +57,9 @@ def model_check(
         try:
             client = build_client(cfg.model, repo)
             if not isinstance(client, ReplayModel):
-                started = time.monotonic()
-                done = client.complete(CompletionRequest(messages=[Message(
-                    role="user", content="Reply with the single word: ok")]))
-                report["request"] = {"reply": done.message.content, "model": done.model,
-                                     "seconds": round(time.monotonic() - started, 3),
-                                     "usage": done.usage}
+                done = ping(client)
+                report["request"] = {"reply": done.reply, "model": done.model,
+                                     "seconds": done.seconds, "usage": done.usage}
         except PortwrightError as exc:
             report["error"], failed = _error(exc), True
             bad_input = isinstance(exc, UsageError)
@@ -186,9 +181,11 @@ def verify_gap(
     outcome = ROLE.run(context, client=client, workspace=workspace,
                        budget=budget.for_role(ROLE.name), transcript=Transcript(path),
                        max_steps=cfg.model.max_steps, ceiling=cfg.model.context_tokens)
-    payload = {"run_id": run_id, "status": str(outcome.status), "reason": outcome.reason,
-               "verdict": outcome.result, "transcript": str(path),
+    payload = {"ok": outcome.ok, "run_id": run_id, "status": str(outcome.status),
+               "reason": outcome.reason, "verdict": outcome.result, "transcript": str(path),
                "spent": budget.report()["run"]}
+    if outcome.error is not None:
+        payload["error"] = _error(outcome.error)
     if json:
         emit_json(payload)
     else:
@@ -200,7 +197,8 @@ def verify_gap(
 def _print_verdict(payload: dict[str, Any], verdict: Any) -> None:
     spent = payload["spent"]
     if verdict is None:
-        console.print(f"[red]{payload['status']}[/]: {payload['reason']}", soft_wrap=True)
+        console.print(f"[red]{payload['status']}[/]: {escape(payload['reason'])}",
+                      soft_wrap=True)
     else:
         console.print(f"verdict   [bold]{verdict.status}[/]")
         console.print(f"reasoning {verdict.reasoning}", markup=False, soft_wrap=True)

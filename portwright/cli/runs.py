@@ -89,12 +89,14 @@ def _finish(result: RunView, as_json: bool) -> None:
         emit_json({"run_id": result.run_id, "status": result.status.value,
                    "reason": values.get("reason", ""), "branch": values.get("branch", ""),
                    "waiting": result.waiting, "pr": values.get("pr", ""),
-                   "pr_url": values.get("pr_url", ""), "pr_number": values.get("pr_number")})
+                   "pr_url": values.get("pr_url", ""), "pr_number": values.get("pr_number"),
+                   "retry": values.get("retry")})
     else:
         colour = {"done": "green", "landed": "green", "waiting": "yellow"}.get(
             result.status.value, "red")
         console.print(f"run [bold]{escape(result.run_id)}[/]: [{colour}]{result.status}[/]"
-                      + (f" — {escape(values['reason'])}" if values.get("reason") else ""))
+                      + (f" — {escape(values['reason'])}" if values.get("reason") else ""),
+                      soft_wrap=True)
         if result.waiting is not None:
             request = result.waiting["action_requests"][0]
             console.print(request["description"], markup=False)
@@ -109,8 +111,17 @@ def _finish(result: RunView, as_json: bool) -> None:
                           f"{result.run_id}", markup=False)
             if values.get("pr_url"):
                 console.print(f"pull request: {values['pr_url']}", markup=False)
+        _retry_hint(result.run_id, values)
     if result.status is RunStatus.BLOCKED:
         raise typer.Exit(1)
+
+
+def _retry_hint(run_id: str, values: dict[str, Any]) -> None:
+    """How a run its model endpoint blocked goes on."""
+    if values.get("status") == "blocked" and values.get("retry"):
+        console.print(f"once the model endpoint answers, `portwright resume {run_id}` runs "
+                      f"{values['retry']} again (a run keeps the [model] it started with: "
+                      "another [model] takes a new run)", markup=False, soft_wrap=True)
 
 
 def run(
@@ -251,7 +262,8 @@ def resume(
     as_json: JsonOption = False,
 ) -> None:
     """Continue a run or a sync from its last checkpoint (after a crash, a kill, a
-    reboot); a sync that ended held back is picked up again."""
+    reboot); a sync that ended held back is picked up again, and a run its model endpoint
+    blocked runs that step again."""
     from portwright.workflows import driver
     from portwright.workflows.sync_state import is_sync
 
@@ -460,7 +472,8 @@ def status(
                "waiting": current.waiting, "timeline": values.get("timeline", []),
                "gates": values.get("gates", []), "attempts": values.get("attempts", {}),
                "spend": spend(proj.run_dir(run_id)), "branch": values.get("branch", ""),
-               "pr_url": values.get("pr_url", ""), "pr_number": values.get("pr_number")}
+               "pr_url": values.get("pr_url", ""), "pr_number": values.get("pr_number"),
+               "retry": values.get("retry")}
     if as_json:
         emit_json(payload)
         return
@@ -485,6 +498,7 @@ def status(
     if current.waiting is not None:
         console.print("waits for: " + current.waiting["action_requests"][0]["name"],
                       markup=False)
+    _retry_hint(run_id, values)
 
 
 def _warn(problems: Sequence[UsageError]) -> None:

@@ -212,18 +212,24 @@ def _base_of(project: Project, run_id: str) -> str:
 def resume(project: Project, run_id: str, on_event: OnEvent, *,
            allow_local: bool = False, replay: Path | None = None, record: Path | None = None,
           client: LLMClient | None = None) -> RunView:
-    """Continue a run from its last checkpoint (after a crash, a kill, a reboot)."""
+    """Continue a run from its last checkpoint (after a crash, a kill, a reboot); a run
+    blocked by its model endpoint (``retry``) runs that node again."""
     base = _base_of(project, run_id)
     with open_checkpointer(project) as saver:
         current = view(project, run_id, saver)
     if current.waiting is not None:
         raise UsageError(f"run {run_id} waits for a decision",
                          fix=f"answer it: `portwright approve {run_id}`, `reject`, or `edit`")
-    if not current.next:
+    retry = current.values.get("retry")
+    graph_input: Any = None
+    if not current.next and current.status is RunStatus.BLOCKED and retry:
+        graph_input = Command(goto=retry, update={"status": RunStatus.RUNNING, "reason": "",
+                                                  "retry": None})
+    elif not current.next:
         on_event({"event": "finished", "run_id": run_id, "status": str(current.status)})
         return current
-    return _drive(project, run_id, base, f"resume {run_id}", None, on_event, resume=True,
-                  allow_local=allow_local, replay=replay, record=record,
+    return _drive(project, run_id, base, f"resume {run_id}", graph_input, on_event,
+                  resume=True, allow_local=allow_local, replay=replay, record=record,
                   client=client)
 
 

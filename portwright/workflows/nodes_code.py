@@ -36,6 +36,7 @@ from portwright.workflows.steps import (
     run_phase,
     run_role,
     save,
+    turn_failed,
     workspace,
 )
 
@@ -85,7 +86,8 @@ def port_tests(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     outcome = run_role(ctx, implementer.ROLE, _implementer(ctx, state, "tests_only", []),
                        workspace(ctx, state.target, commands=True))
     if not outcome.ok:
-        return {**counted, **blocked(f"implementer (tests): {outcome.status}: {outcome.reason}")}
+        failed = turn_failed(Node.PORT_TESTS, "implementer (tests)", outcome)
+        return failed if "retry" in failed else {**counted, **failed}
     step = f"tests-{counted['attempts']['red']}"
     sha = commit_step(root, ctx.run_id, step, f"tests: port the upstream tests of {state.row}",
                       include=test_globs(ctx), since=state.base, look_up=not fresh)
@@ -144,7 +146,8 @@ def implement(state: CycleState, runtime: Runtime[RunContext]) -> Update:
                        _implementer(ctx, state, "implementation_only", focused),
                        workspace(ctx, state.target, commands=True))
     if not outcome.ok:
-        return {**counted, **blocked(f"implementer: {outcome.status}: {outcome.reason}")}
+        failed = turn_failed(Node.IMPLEMENT, "implementer", outcome)
+        return failed if "retry" in failed else {**counted, **failed}
     step = f"implement-{counted['attempts']['implement']}"
     sha = commit_step(root, ctx.run_id, step, f"port: {state.row}", exclude=test_globs(ctx),
                       since=state.base, look_up=not fresh)
@@ -206,7 +209,7 @@ def review(state: CycleState, runtime: Runtime[RunContext]) -> Update:
     outcome = run_role(ctx, reviewer.ROLE, context, workspace(ctx, state.target),
                        forbidden=messages_of(ctx, "implementer"))
     if not outcome.ok or outcome.result is None:
-        return blocked(f"reviewer: {outcome.status}: {outcome.reason}")
+        return turn_failed(Node.REVIEW, "reviewer", outcome)
     verdict = outcome.result
     rounds = len(list(ctx.dir.glob("review-*.json"))) + 1
     save(ctx, f"review-{rounds}.json", verdict)

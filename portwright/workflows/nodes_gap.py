@@ -26,6 +26,7 @@ from portwright.workflows.steps import (
     node,
     run_role,
     save,
+    turn_failed,
     workspace,
 )
 
@@ -105,7 +106,7 @@ def verify_gap(state: CycleState, runtime: Runtime[RunContext]) -> Update:
         gap=gap_source(upstream, root, state.pin, config)))
     outcome = run_role(ctx, gap_verifier.ROLE, context, ws)
     if not outcome.ok or outcome.result is None:
-        return blocked(f"gap verifier: {outcome.status}: {outcome.reason}")
+        return turn_failed(Node.VERIFY_GAP, "gap verifier", outcome)
     verdict = outcome.result
     save(ctx, "gap.json", verdict)
     emit("gap", status=str(verdict.status))

@@ -44,6 +44,7 @@ from portwright.workflows.steps import (
     run_phase,
     run_role,
     save,
+    turn_failed,
     workspace,
 )
 
@@ -76,7 +77,8 @@ def enumerate_surface_node(state: CycleState, runtime: Runtime[RunContext]) -> U
         row=state.row, questions=ctx.rules.spec.questions, feedback=state.feedback)
     outcome = run_role(ctx, enumerator.ROLE, context, workspace(ctx, state.target))
     if not outcome.ok or outcome.result is None:
-        return {**counted, **blocked(f"enumerator: {outcome.status}: {outcome.reason}")}
+        failed = turn_failed(Node.ENUMERATE_SURFACE, "enumerator", outcome)
+        return failed if "retry" in failed else {**counted, **failed}
     save(ctx, "classification.json", outcome.result)
     deferred = [i.item for i in outcome.result.items if i.classification is ItemClass.DEFERRED]
     return {**counted, "deferred": deferred, "feedback": ""}

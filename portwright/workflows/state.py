@@ -122,6 +122,10 @@ class CycleState(BaseModel):
     status: RunStatus = RunStatus.RUNNING
     reason: str = ""
     """Why the run is blocked (or how it ended)."""
+    retry: Node | None = None
+    """The node a ``blocked`` run runs again when it is resumed: the one whose model
+    endpoint failed (a :class:`~portwright.errors.ModelError`), which the run goes on from
+    once the endpoint answers. None: a resume has nothing to run again."""
     pr: str = ""
     """The pull-request body, relative to the run folder."""
     pr_url: str = ""

@@ -20,10 +20,11 @@ from pydantic import BaseModel
 from portwright import safefs
 from portwright.agents.llm import Message
 from portwright.agents.loop import AgentOutcome
+from portwright.agents.offline import CassetteMismatch
 from portwright.agents.roles.base import Role, RoleContext
 from portwright.agents.tools import EvidenceSources, Workspace
 from portwright.agents.transcript import Transcript, read_transcript
-from portwright.errors import PortwrightError, UnsafePath, UsageError
+from portwright.errors import ModelError, PortwrightError, UnsafePath, UsageError
 from portwright.gates import run_gates
 from portwright.gates._diff import name_status
 from portwright.gates.models import GateResult
@@ -82,6 +83,8 @@ def node(name: Node) -> Callable[[Body], NodeFn]:
             except PortwrightError as exc:
                 logger.info("node %s failed: %s", name, exc)
                 update = blocked(f"{name.value}: {exc}")
+                if resumable(exc):
+                    update["retry"] = name
             note = str(update.get("reason", "")) if update.get("status") else ""
             step = Step(node=name, started=started, finished=datetime.now(UTC), note=note)
             update["timeline"] = [step]
@@ -121,6 +124,22 @@ def blocked(reason: str) -> Update:
     """The update that ends a run ``blocked`` with ``reason`` (redacted: it is kept in the
     checkpoint and shown)."""
     return {"status": RunStatus.BLOCKED, "reason": redact(reason)}
+
+
+def resumable(exc: BaseException | None) -> bool:
+    """Whether a run blocked by ``exc`` can go on from the node it failed in: the model
+    endpoint failed (not a cassette that lacks the call: replaying it again fails again)."""
+    return isinstance(exc, ModelError) and not isinstance(exc, CassetteMismatch)
+
+
+def turn_failed(name: Node, label: str, outcome: AgentOutcome[Any]) -> Update:
+    """The update of a role's turn that gave no result: the run ends ``blocked`` with why;
+    when the model endpoint ended it, ``retry`` names the node, which ``portwright resume``
+    runs again once the endpoint answers."""
+    update = blocked(f"{label}: {outcome.status}: {outcome.reason}")
+    if resumable(outcome.error):
+        update["retry"] = name
+    return update
 
 
 def recorded(state: CycleState) -> list[str]:

@@ -6,6 +6,7 @@ from tests.bad_input import (
     cases_config,
     cases_env,
     cases_eval,
+    cases_model,
     cases_parity,
     cases_pin,
     cases_repo,
@@ -28,6 +29,7 @@ CASES: list[Case] = [
     *cases_repo.RUNS,
     *cases_sandbox.CASES,
     *cases_eval.CASES,
+    *cases_model.CASES,
     *cases_schedule.CASES,
     *cases_state.CASES,
 ]
