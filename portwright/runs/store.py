@@ -214,8 +214,12 @@ class RunStore:
         try:
             return RunManifest.model_validate_json(path.read_bytes())
         except (OSError, ValidationError) as exc:
-            why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else \
-                exc.errors()[0]["msg"]
+            if isinstance(exc, OSError):
+                why = exc.strerror or str(exc)
+            else:
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                why = f"{where}: {first['msg']}" if where else first["msg"]
             raise RunStateError(
                 f"run {self.run_id}'s manifest does not read ({why}): what started the run, "
                 "its commit and config are lost", file=path,
