@@ -1,9 +1,11 @@
 """``portwright doctor``: is this machine and this repo ready for a run?
 
-Each check returns ok / warn / fail with the fix. ``fail`` means a run cannot
-work; ``warn`` means some commands can (gates, anchors, gap) but not all. A failure that
-comes from bad input (a config, rules, pin or repository a person must correct) says so
-(``bad_input``): the command then exits 2, like every other command on bad input.
+Each check returns ok / warn / fail with the fix; the remotes (the model endpoint, the
+pull-request backend) are asked once, briefly, what a run will ask them. ``fail`` means a
+run cannot work; ``warn`` means some commands can (gates, anchors, gap) but not all. A
+failure that comes from bad input (a config, rules, pin or repository a person must
+correct) says so (``bad_input``): the command then exits 2, like every other command on
+bad input.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
     from docker import DockerClient
 
 Status = Literal["ok", "warn", "fail"]
+
+REMOTE_TIMEOUT = 10.0
+"""Seconds the doctor waits for a remote it reports on (the model endpoint, GitHub's API),
+which it asks once, without retries."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +231,14 @@ def _gpus(client: DockerClient, config: PortwrightConfig) -> Check:
 
 
 def _model(repo: Path, config: PortwrightConfig) -> Check:
+    """The endpoint answers one tiny request (:func:`~portwright.agents.models.ping`), asked
+    once and waited for at most :data:`REMOTE_TIMEOUT`; not asked without its key, nor
+    where real model requests are refused (``PORTWRIGHT_REFUSE_REAL_MODELS``)."""
+    from portwright.agents.models import ping
+    from portwright.agents.openai_client import DEFAULT_BASE_URL, REFUSE_ENV, OpenAIClient
+    from portwright.agents.openai_client import is_loopback as local
+    from portwright.errors import ModelError
+
     model = config.model
     if model.provider == "replay":
         cassette = model.cassette and (repo / model.cassette)
@@ -232,17 +246,30 @@ def _model(repo: Path, config: PortwrightConfig) -> Check:
             return Check("model", "fail", f"replay cassette not found: {model.cassette}",
                          "set model.cassette to a recorded transcript (portwright … --record)")
         return Check("model", "ok", f"replay of {model.cassette}")
-    where = model.base_url or "OpenAI (default endpoint)"
-    if not os.environ.get(model.api_key_env) and model.base_url is None:
-        return Check("model", "warn", f"{model.name} at {where}: ${model.api_key_env} is not set",
+    where = f"{model.name} at {model.base_url or 'OpenAI (default endpoint)'}"
+    url = model.base_url or DEFAULT_BASE_URL
+    if not os.environ.get(model.api_key_env) and not local(url):
+        return Check("model", "warn", f"{where}: ${model.api_key_env} is not set",
                      f"export {model.api_key_env}=… (only the agents need it; "
                      "gap, anchors, gates and rows work without a model)")
-    return Check("model", "ok", f"{model.name} at {where}")
+    if os.environ.get(REFUSE_ENV) and not local(url):
+        return Check("model", "warn", f"{where}: not asked ({REFUSE_ENV} refuses real model "
+                     "requests here)", f"unset {REFUSE_ENV} to let doctor send it one request")
+    brief = model.model_copy(update={"timeout": min(model.timeout, REMOTE_TIMEOUT),
+                                     "max_retries": 0})
+    try:
+        with OpenAIClient.from_config(brief) as client:
+            answer = ping(client)
+    except ModelError as exc:
+        return _failed("model", exc, f"{model.name}: ")
+    return Check("model", "ok", f"{where} answered in {answer.seconds:g} s")
 
 
 def _pr(repo: Path, config: PortwrightConfig) -> Check:
-    """Where pull requests go; for GitHub, whether its client and the token are there
-    (nothing is sent: the token is checked by the first pull request)."""
+    """Where pull requests go; for GitHub, whether its client and the token are there, and
+    whether GitHub's API answers a read of the repository with that token (asked once,
+    waited for at most :data:`REMOTE_TIMEOUT`): a URL where nothing listens, a token it
+    rejects, a repository it does not show are failures with their fix."""
     from importlib.util import find_spec
 
     from portwright.config import PRBackendKind
@@ -260,4 +287,9 @@ def _pr(repo: Path, config: PortwrightConfig) -> Check:
         return Check("pr", "warn", f"{where}: ${pr.token_env} is not set",
                      f"export {pr.token_env}=… (a token with Contents and Pull requests: read "
                      "and write); without it a run ends blocked at open_pr")
-    return Check("pr", "ok", f"{where}; token in ${pr.token_env}")
+    from portwright.vcs.pr_github import GitHubBackend
+
+    brief = pr.model_copy(update={"timeout": min(pr.timeout, REMOTE_TIMEOUT)})
+    branch = GitHubBackend(brief, repo=repo, folder=repo, environ=os.environ).default_branch()
+    return Check("pr", "ok", f"{where}; the token in ${pr.token_env} reads it (default "
+                 f"branch {branch})")

@@ -56,7 +56,9 @@ def doctor(
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Check git, config, rules, upstream, pin, the evidence key, sandbox (its image, the
-    environment image, GPUs), model and pull requests; each with its fix."""
+    environment image, GPUs), model and pull requests; each with its fix. The model endpoint
+    gets one tiny request and GitHub a read of the repository, each waited for at most
+    10 s."""
     from portwright.doctor import diagnose
 
     checks = diagnose(repo_path())

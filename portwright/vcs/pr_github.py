@@ -132,6 +132,15 @@ class GitHubBackend:
                            branch=branch, base=pull.base.ref, draft=bool(pull.draft),
                            created=False)
 
+    def default_branch(self) -> str:
+        """The repository's default branch, read with the token (``portwright doctor``):
+        GitHub's API answers at ``api_url``, accepts the token and shows the repository to
+        it, or the :class:`~portwright.errors.PullRequestError` says which of them fails."""
+        with self._client(self._token()) as rest:
+            return _read(_Repository, self._call(
+                "reading the repository", "pr.repository",
+                lambda: rest.repos.get(self.owner, self.repo_name))).default_branch
+
     # -- steps ----------------------------------------------------------------------------
 
     def _find(self, rest: Any, branch: str) -> int | None:

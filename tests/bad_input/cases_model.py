@@ -1,7 +1,7 @@
 """A model endpoint that misbehaves (:mod:`tests.faults.endpoint`): HTTP 200 with a body that
 is not JSON, an HTML page, JSON cut off, JSON without ``choices``, a 503, a reset
-connection. ``model check`` and ``agent verify-gap`` name the endpoint, what it
-answered and the fix (a run on such an endpoint: :mod:`tests.faults.test_model_faults`)."""
+connection. ``model check``, ``agent verify-gap`` and ``doctor`` name the endpoint, what
+it answered and the fix (a run on such an endpoint: :mod:`tests.faults.test_model_faults`)."""
 
 from __future__ import annotations
 
@@ -34,4 +34,6 @@ CASES = [
            says=(f"/{fault}/v1", *SAYS[fault])) for fault in FAULTS),
     *(Case(f"model-verify-gap-{fault}", VERIFY, _model(fault), expect=1,
            says=(f"/{fault}/v1", *SAYS[fault])) for fault in ("html", "truncated", "reset")),
+    *(Case(f"model-doctor-{fault}", ("doctor",), _model(fault), expect=1,
+           says=(f"/{fault}/v1", *SAYS[fault])) for fault in ("html",)),
 ]

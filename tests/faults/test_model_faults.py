@@ -1,13 +1,14 @@
 """A run whose model endpoint misbehaves (:mod:`tests.faults.endpoint`) ends ``blocked``
 with a reason that names the endpoint and the fix, never a traceback nor a run left
-``running``; once the endpoint answers, ``portwright resume`` runs the step again."""
+``running``; once the endpoint answers, ``portwright resume`` runs the step again.
+``portwright doctor`` asks the endpoint once, briefly, and says what it answered."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ import pytest
 from werkzeug import Request, Response
 
 from portwright.agents.loop import SUBMIT
+from portwright.doctor import diagnose
 from tests.agents.helpers import chat_body
 from tests.bad_input.world import build
+from tests.conftest import GitRepo
 from tests.faults.endpoint import FaultyEndpoint, model_section
 
 VERDICT = {"status": "landed", "reasoning": "src/attn.py defines fp8_attention already.",
@@ -71,3 +74,23 @@ def test_a_run_ends_blocked_naming_the_endpoint_and_resumes_once_it_answers(
     assert (landed["status"], landed["retry"]) == ("landed", None), landed
     assert endpoint.requests == ["truncated"] * 2  # the run's call, the resumed step's
 
+
+@pytest.mark.parametrize(("fault", "found", "said"), [
+    ("html", "ok", "answered in"),
+    ("reset", "fail", "reset"),
+    ("http-503", "fail", "HTTP 503"),
+])
+def test_doctor_sends_the_model_endpoint_one_request(
+        fault: str, found: str, said: str, endpoint: FaultyEndpoint,
+        make_repo: Callable[[str], GitRepo]) -> None:
+    if found == "ok":
+        endpoint.heal(fault, lambda request: Response(json.dumps(chat_body(content="ok")),
+                                                      content_type="application/json"))
+    repo = make_repo("down")
+    repo.commit("config", {"portwright.toml": '[upstream]\nsource = "../up"\n'
+                           + model_section(endpoint.base_url(fault), retries=2)})
+    [check] = [c for c in diagnose(repo.path) if c.name == "model"]
+    assert (check.status, said in check.detail) == (found, True), check
+    assert endpoint.base_url(fault) in check.detail
+    assert bool(check.fix) == (found != "ok")
+    assert endpoint.requests == [fault]  # no retries: doctor asks once, and briefly
