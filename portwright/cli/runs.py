@@ -196,10 +196,10 @@ def in_flight(proj: Project) -> dict[str, list[RunView]]:
     """The runs still under way (waiting for a person, or running: a run killed while it
     ran counts until it is resumed), by row; both engines'."""
     from portwright.cli import dist
-    from portwright.workflows import driver
+    from portwright.workflows.survey import survey
 
     out: dict[str, list[RunView]] = {}
-    for view in driver.views(proj) + dist.temporal_views(proj):
+    for view in survey(proj).views + dist.temporal_views(proj):
         if view.status.value in ("waiting", "running"):
             out.setdefault(str(view.values.get("row", "")), []).append(view)
     return out

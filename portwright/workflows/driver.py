@@ -328,11 +328,3 @@ def run_ids(project: Project) -> list[str]:
     :func:`portwright.workflows.survey.survey` for the others)."""
     return [run_id for run_id, manifest in run_folders(project)
             if not isinstance(manifest, RunStateError)]
-
-
-def views(project: Project) -> list[RunView]:
-    """Every run of the cycle whose checkpoint reads (Temporal's runs are its own: see
-    :func:`portwright.workflows.survey.survey` for them and for the runs that are lost)."""
-    from portwright.workflows.survey import survey
-
-    return survey(project).views
