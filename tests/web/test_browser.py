@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.conftest import ADVANCE, SCRIPT, SECRET, WebWorld, pw
+from tests.web.conftest import ADVANCE, AUTH, SCRIPT, SECRET, WebWorld, pw
 
 pytestmark = [pytest.mark.docker, pytest.mark.browser]
 
@@ -108,8 +108,8 @@ def test_approve_resumes_live_and_a_second_click_is_already_decided(
         web: WebWorld, browser: Any) -> None:
     run_id = "ask-approve"
     url = f"{web.server.url}/runs/{run_id}"
-    live = browser.new_page()
-    stale = browser.new_page()
+    live = browser.new_page(extra_http_headers=AUTH)
+    stale = browser.new_page(extra_http_headers=AUTH)
     stale.route("**/events**", lambda route: route.abort())  # a tab that never updates
     live.goto(url)
     stale.goto(url)
