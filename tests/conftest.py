@@ -145,5 +145,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         info = getattr(item, "_fixtureinfo", None)
         if info is None or item.module is None:
             continue
-        if any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
+        if item.module.__name__ in ENGINE_WIDE:
+            item.add_marker(pytest.mark.xdist_group("engine-wide"))
+        elif any(defs and defs[-1].scope == "module"
+                 for defs in info.name2fixturedefs.values()):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+ENGINE_WIDE = frozenset({
+    "tests.sandboxes.test_images", "tests.sandboxes.test_envimage",
+    "tests.sandboxes.test_docker", "tests.security.test_sandbox_hygiene",
+    "tests.security.test_sandbox_root",
+})
+"""Modules whose tests look at what the whole engine or host holds (every leftover
+container or process, the base image, `sandbox prune`): they run one after another on
+one worker, never beside each other (two variants of one test would see each other's)."""

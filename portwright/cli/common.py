@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from portwright.project import Project
 
 console = Console(highlight=False, emoji=False)
-err_console = Console(stderr=True, highlight=False, emoji=False)
+# warnings and errors are not wrapped: a phrase or a path broken at 80 columns (off a
+# terminal) cannot be grepped in a log
+err_console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 
 
 @dataclass
