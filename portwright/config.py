@@ -388,10 +388,12 @@ _SERVER_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def loopback(address: str) -> bool:
-    """Whether ``host:port`` names this machine's loopback interface."""
-    host = address.rpartition(":")[0].strip("[]")
-    if host == "localhost":
+def is_loopback(host: str) -> bool:
+    """Whether the host name or address ``host`` is this machine's loopback interface
+    (127.0.0.0/8, ::1 with or without brackets, ``localhost`` and its subdomains): the one
+    test of "a secret may go there in clear" for every endpoint the config names."""
+    host = host.strip("[]")
+    if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -489,7 +491,8 @@ class TemporalConfig(_Model):
             raise ValueError(f"{ENV_PREFIX}* variables are portwright's own settings: name "
                              "another (e.g. TEMPORAL_API_KEY)")
         address = info.data.get("address")
-        if not info.data.get("tls") and isinstance(address, str) and not loopback(address):
+        if not info.data.get("tls") and isinstance(address, str) and not is_loopback(
+                address.rpartition(":")[0]):
             raise ValueError(f"an API key over plain text to {address} would travel in clear: "
                              "set tls = true")
         return value

@@ -14,7 +14,6 @@ refuses any base URL that is not a loopback address, the default OpenAI URL incl
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import os
@@ -26,6 +25,7 @@ import openai
 
 from portwright.agents.llm import Completion, CompletionRequest, Message, ToolCall, Usage
 from portwright.config import ModelConfig
+from portwright.config import is_loopback as is_loopback_host
 from portwright.errors import ConfigError, ModelError
 
 logger = logging.getLogger(__name__)
@@ -41,13 +41,7 @@ class RealModelRefused(ModelError):
 
 def is_loopback(url: str) -> bool:
     """True when ``url`` points at this machine (127.0.0.0/8, ::1, localhost)."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(urlsplit(url).hostname or "")
 
 
 def guard_endpoint(base_url: str, environ: Mapping[str, str] | None = None) -> None:

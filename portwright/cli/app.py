@@ -175,8 +175,5 @@ def _fail(code: int, message: str, as_json: bool, *, kind: str, prefix: str = "e
         # one line: a whole document for --json, one more line for JSON-lines output
         print(json.dumps({"ok": False, "exit_code": code, "error": payload}))
     tail = f"\n  fix: {fix}" if fix and error is None else ""
-    # not wrapped: a line broken where the terminal's width falls (80 columns off a
-    # terminal) splits a path or a phrase for whoever greps a log for it
-    err_console.print(f"[bold red]{prefix}:[/] {escape(message + tail)}", highlight=False,
-                      soft_wrap=True)
+    err_console.print(f"[bold red]{prefix}:[/] {escape(message + tail)}", highlight=False)
     sys.exit(code)

@@ -76,6 +76,5 @@ def serve(
     else:
         err_console.print(f"portwright serve: {url}  (Ctrl-C stops)", markup=False,
                           highlight=False)
-        err_console.print(f"sign in once by opening {login}", markup=False, highlight=False,
-                          soft_wrap=True)
+        err_console.print(f"sign in once by opening {login}", markup=False, highlight=False)
     server.serve(root, sock=sock, guard=guard, allow_local=allow_local)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -30,6 +29,8 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from portwright.config import is_loopback as is_loopback_host
 
 CSRF_COOKIE = "portwright_csrf"
 SESSION_COOKIE = "portwright_session"
@@ -46,12 +47,7 @@ HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options
 
 
 def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    return host in LOOPBACK_NAMES or is_loopback_host(host)
 
 
 @dataclass(frozen=True)

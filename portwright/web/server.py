@@ -67,7 +67,6 @@ def bind(host: str, port: int) -> socket.socket:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                          key="--host", fix="give an address this machine has and a port "
                                            "you may use (1024 or more)") from exc
-    sock.set_inheritable(True)
     return sock
 
 
